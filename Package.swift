@@ -1,0 +1,103 @@
+// swift-tools-version:6.0
+// SPDX-License-Identifier: MIT
+//
+// gattd: a Bluetooth LE peripheral daemon for Linux (BlueZ over libdbus-1).
+//
+// Module graph (arrows are imports):
+//   gattd   -> BlueZ -> DBusKit -> CDBus, Mainloop
+//   gattd   -> DaemonCore -> BLEModel, Mainloop
+//   gattd   -> SystemdKit -> CSystemd
+//   gattctl -> DBusKit, BLEModel
+// BLEModel and DaemonCore never see D-Bus; only DBusKit sees libdbus.
+
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "gattd",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "gattd", targets: ["gattd"]),
+        .executable(name: "gattctl", targets: ["gattctl"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CDBus",
+            pkgConfig: "dbus-1",
+            providers: [.apt(["libdbus-1-dev"])]
+        ),
+        .systemLibrary(
+            name: "CSystemd",
+            pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]
+        ),
+        .target(name: "Mainloop", swiftSettings: strict),
+        .target(name: "DBusKit", dependencies: ["CDBus", "Mainloop"], swiftSettings: strict),
+        .target(name: "BLEModel", swiftSettings: strict),
+        .target(
+            name: "DaemonCore",
+            dependencies: ["BLEModel", "Mainloop", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "BlueZ",
+            dependencies: [
+                "DBusKit", "BLEModel", "DaemonCore", "Mainloop",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "SystemdKit",
+            dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "gattd",
+            dependencies: [
+                "BlueZ", "DaemonCore", "BLEModel", "DBusKit", "Mainloop", "SystemdKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "gattctl",
+            dependencies: [
+                "DBusKit", "BLEModel", "Mainloop",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
+        .testTarget(
+            name: "BLEModelTests",
+            dependencies: ["BLEModel"],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "MainloopTests", dependencies: ["Mainloop"], swiftSettings: strict),
+        .testTarget(
+            name: "DBusKitTests",
+            dependencies: ["DBusKit", "Mainloop", "TestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "DaemonCoreTests",
+            dependencies: ["DaemonCore", "BLEModel", "Mainloop", "TestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SystemdKitTests",
+            dependencies: ["SystemdKit", "TestSupport"],
+            swiftSettings: strict
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

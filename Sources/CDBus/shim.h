@@ -1,0 +1,5 @@
+// SPDX-License-Identifier: MIT
+#ifndef CDBUS_SHIM_H
+#define CDBUS_SHIM_H
+#include <dbus/dbus.h>
+#endif
