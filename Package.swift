@@ -94,6 +94,11 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "BlueZTests",
+            dependencies: ["BlueZ", "BLEModel", "DBusKit", "DaemonCore"],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "SystemdKitTests",
             dependencies: ["SystemdKit", "TestSupport"],
             swiftSettings: strict

@@ -1,2 +1,3 @@
 // SPDX-License-Identifier: MIT
-print("gattd: not yet")
+
+GattdCommand.main()

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: MIT
+
+/// Every BlueZ and freedesktop D-Bus spelling gattd uses, in one place (cf. iwd's dbus.h).
+enum BlueZNames {
+    static let service = "org.bluez"
+    static let root = "/"
+
+    static let adapter = "org.bluez.Adapter1"
+    static let gattManager = "org.bluez.GattManager1"
+    static let advertisingManager = "org.bluez.LEAdvertisingManager1"
+    static let gattService = "org.bluez.GattService1"
+    static let gattCharacteristic = "org.bluez.GattCharacteristic1"
+    static let gattDescriptor = "org.bluez.GattDescriptor1"
+    static let advertisement = "org.bluez.LEAdvertisement1"
+
+    static let dbusService = "org.freedesktop.DBus"
+    static let dbusPath = "/org/freedesktop/DBus"
+    static let dbusInterface = "org.freedesktop.DBus"
+    static let objectManager = "org.freedesktop.DBus.ObjectManager"
+    static let properties = "org.freedesktop.DBus.Properties"
+
+    /// Where gattd's GATT application lives (the ObjectManager root bluetoothd walks).
+    static let applicationRoot = "/org/gattd/app"
+    /// Where gattd's advertisements live.
+    static let advertisementRoot = "/org/gattd/adv"
+}

@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: MIT
+
+public import DBusKit
+public import Logging
+internal import Mainloop
+
+/// Keeps gattd's application registered with whichever bluetoothd is running.
+///
+/// bluetoothd keeps registrations only in memory and tells nobody when it restarts or
+/// loses an adapter (bluez-contract.md 1.8). So this watches `NameOwnerChanged` for
+/// `org.bluez` and `InterfacesAdded`/`InterfacesRemoved` on its object tree, picks the
+/// adapter (the configured one, else the first with `GattManager1`), and registers again
+/// whenever the adapter comes back. All calls are asynchronous: bluetoothd calls
+/// `GetManagedObjects` back on this connection before it answers `RegisterApplication`.
+public final class BlueZRegistrar {
+    public enum State: Equatable, Sendable {
+        case waitingForBlueZ
+        case waitingForAdapter(String?)
+        case registering(adapter: String)
+        case registered(adapter: String)
+        case failed(adapter: String, reason: String)
+    }
+
+    public private(set) var state: State = .waitingForBlueZ {
+        didSet { if state != oldValue { onStateChange?(state) } }
+    }
+    public var onStateChange: ((State) -> Void)?
+
+    private let connection: BusConnection
+    private let application: GattApplication
+    private let preferredAdapter: String?
+    private let loop: EventLoop
+    private let logger: Logger
+    private var subscriptions: [SignalSubscription] = []
+    /// Bumped whenever BlueZ or the adapter changes, so replies to older attempts are ignored.
+    private var generation = 0
+    private var adapterPath: String?
+    private var retryTimer: LoopTimer?
+    private var retryDelay: Duration = .seconds(1)
+
+    public init(
+        connection: BusConnection, application: GattApplication, preferredAdapter: String?,
+        loop: EventLoop, logger: Logger
+    ) {
+        self.connection = connection
+        self.application = application
+        self.preferredAdapter = preferredAdapter
+        self.loop = loop
+        self.logger = logger
+    }
+
+    /// The adapter name (`hci0`) currently used, if any.
+    public var adapterName: String? { adapterPath.map { String($0.split(separator: "/").last ?? "") } }
+
+    public func start() {
+        subscriptions.append(
+            connection.subscribe(
+                sender: BlueZNames.dbusService, path: ObjectPath(BlueZNames.dbusPath),
+                interface: BlueZNames.dbusInterface, member: "NameOwnerChanged", arg0: BlueZNames.service
+            ) { [unowned self] message in
+                guard let arguments = try? message.arguments(), arguments.count == 3,
+                    let newOwner = arguments[2].asString
+                else { return }
+                if newOwner.isEmpty { self.blueZVanished() } else { self.blueZAppeared(owner: newOwner) }
+            })
+        subscriptions.append(
+            connection.subscribe(
+                sender: BlueZNames.service, path: ObjectPath(BlueZNames.root), interface: BlueZNames.objectManager,
+                member: "InterfacesAdded", arg0: nil
+            ) { [unowned self] message in
+                guard message.sender == self.application.trustedSender,
+                    let arguments = try? message.arguments(), arguments.count == 2,
+                    let path = arguments[0].asObjectPath?.rawValue
+                else { return }
+                let interfaces = arguments[1].dictionaryEntries?.compactMap { $0.key.asString } ?? []
+                self.interfacesAdded(path: path, interfaces: interfaces)
+            })
+        subscriptions.append(
+            connection.subscribe(
+                sender: BlueZNames.service, path: ObjectPath(BlueZNames.root), interface: BlueZNames.objectManager,
+                member: "InterfacesRemoved", arg0: nil
+            ) { [unowned self] message in
+                guard message.sender == self.application.trustedSender,
+                    let arguments = try? message.arguments(), arguments.count == 2,
+                    let path = arguments[0].asObjectPath?.rawValue
+                else { return }
+                let interfaces = arguments[1].asStringArray ?? []
+                self.interfacesRemoved(path: path, interfaces: interfaces)
+            })
+        logger.info("waiting for org.bluez")
+        connection.call(
+            destination: BlueZNames.dbusService, path: ObjectPath(BlueZNames.dbusPath)!,
+            interface: BlueZNames.dbusInterface, member: "GetNameOwner", arguments: [.string(BlueZNames.service)]
+        ) { [unowned self] result in
+            if case .success(let reply) = result, let owner = (try? reply.arguments())?.first?.asString,
+                self.application.trustedSender == nil
+            {
+                self.blueZAppeared(owner: owner)
+            }
+        }
+    }
+
+    // MARK: - BlueZ presence
+
+    private func blueZAppeared(owner: String) {
+        guard owner != application.trustedSender else { return }
+        generation += 1
+        application.trustedSender = owner
+        adapterPath = nil
+        retryTimer?.cancel()
+        logger.info("org.bluez is on the bus", metadata: ["bluez.owner": "\(owner)"])
+        state = .waitingForAdapter(preferredAdapter)
+        findAdapter()
+    }
+
+    private func blueZVanished() {
+        guard application.trustedSender != nil else { return }
+        generation += 1
+        application.trustedSender = nil
+        adapterPath = nil
+        retryTimer?.cancel()
+        logger.warning("org.bluez left the bus; registering again when it returns")
+        state = .waitingForBlueZ
+    }
+
+    private func findAdapter() {
+        let attempt = generation
+        connection.call(
+            destination: BlueZNames.service, path: ObjectPath(BlueZNames.root)!,
+            interface: BlueZNames.objectManager, member: "GetManagedObjects", arguments: []
+        ) { [unowned self] result in
+            guard attempt == self.generation else { return }
+            switch result {
+            case .success(let reply):
+                let objects = (try? reply.arguments())?.first?.dictionaryEntries ?? []
+                let candidates = objects.compactMap { entry -> String? in
+                    guard let path = entry.key.asObjectPath?.rawValue,
+                        let interfaces = entry.value.dictionaryEntries?.compactMap({ $0.key.asString }),
+                        interfaces.contains(BlueZNames.gattManager)
+                    else { return nil }
+                    return path
+                }
+                self.choose(from: candidates)
+            case .failure(let error):
+                self.logger.error(
+                    "could not list BlueZ objects", metadata: ["error": "\(error.name): \(error.message)"])
+                self.scheduleRetry { self.findAdapter() }
+            }
+        }
+    }
+
+    private func choose(from candidates: [String]) {
+        let chosen: String?
+        if let preferredAdapter {
+            chosen = candidates.first { $0.hasSuffix("/" + preferredAdapter) }
+        } else {
+            chosen = candidates.sorted().first
+        }
+        guard let chosen else {
+            logger.warning(
+                "no usable adapter yet",
+                metadata: ["adapter": "\(preferredAdapter ?? "any")", "available": "\(candidates.joined(separator: ","))"])
+            state = .waitingForAdapter(preferredAdapter)
+            return
+        }
+        adapterPath = chosen
+        logger.info(
+            "using adapter",
+            metadata: ["adapter": "\(adapterName ?? chosen)", "chosen.by": "\(preferredAdapter == nil ? "first with GattManager1" : "configuration")"])
+        register()
+    }
+
+    private func interfacesAdded(path: String, interfaces: [String]) {
+        guard adapterPath == nil, interfaces.contains(BlueZNames.gattManager) else { return }
+        if let preferredAdapter, !path.hasSuffix("/" + preferredAdapter) { return }
+        logger.info("adapter appeared", metadata: ["bluez.path": "\(path)"])
+        choose(from: [path])
+    }
+
+    private func interfacesRemoved(path: String, interfaces: [String]) {
+        guard path == adapterPath,
+            interfaces.contains(BlueZNames.gattManager) || interfaces.contains(BlueZNames.adapter)
+        else { return }
+        generation += 1
+        adapterPath = nil
+        retryTimer?.cancel()
+        logger.warning("adapter disappeared; registering again when it returns", metadata: ["bluez.path": "\(path)"])
+        state = .waitingForAdapter(preferredAdapter)
+    }
+
+    // MARK: - Registration
+
+    private func register() {
+        guard let adapterPath, let name = adapterName else { return }
+        let attempt = generation
+        state = .registering(adapter: name)
+        connection.call(
+            destination: BlueZNames.service, path: ObjectPath(adapterPath)!, interface: BlueZNames.gattManager,
+            member: "RegisterApplication",
+            arguments: [.objectPath(application.rootPath), .variantDictionary([])]
+        ) { [unowned self] result in
+            guard attempt == self.generation else { return }
+            switch result {
+            case .success:
+                self.registered(adapter: name)
+            case .failure(let error) where error.name == BlueZError.alreadyExists:
+                self.registered(adapter: name)
+            case .failure(let error):
+                self.logger.error(
+                    "bluetoothd refused the GATT application",
+                    metadata: ["adapter": "\(name)", "error": "\(error.name): \(error.message)"])
+                self.state = .failed(adapter: name, reason: error.message)
+                if error.name == DBusError.noReply {
+                    self.scheduleRetry { self.register() }
+                }
+            }
+        }
+    }
+
+    private func registered(adapter: String) {
+        retryDelay = .seconds(1)
+        logger.info(
+            "GATT application registered",
+            metadata: ["adapter": "\(adapter)", "services": "\(application.serviceCount)"])
+        state = .registered(adapter: adapter)
+    }
+
+    private func scheduleRetry(_ action: @escaping () -> Void) {
+        let attempt = generation
+        retryTimer?.cancel()
+        retryTimer = loop.timer(after: retryDelay) { [unowned self] in
+            guard attempt == self.generation else { return }
+            action()
+        }
+        retryDelay = min(retryDelay * 2, .seconds(30))
+    }
+
+    /// Unregisters (best effort, bounded) and then calls `completion`.
+    public func stop(completion: @escaping () -> Void) {
+        generation += 1
+        retryTimer?.cancel()
+        for subscription in subscriptions { subscription.cancel() }
+        subscriptions.removeAll()
+        guard case .registered = state, let adapterPath else {
+            completion()
+            return
+        }
+        connection.call(
+            destination: BlueZNames.service, path: ObjectPath(adapterPath)!, interface: BlueZNames.gattManager,
+            member: "UnregisterApplication", arguments: [.objectPath(application.rootPath)],
+            timeout: .seconds(1)
+        ) { [unowned self] result in
+            if case .failure(let error) = result {
+                self.logger.warning("could not unregister", metadata: ["error": "\(error.name): \(error.message)"])
+            } else {
+                self.logger.info("GATT application unregistered")
+            }
+            completion()
+        }
+    }
+}

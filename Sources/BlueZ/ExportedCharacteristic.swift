@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: MIT
+
+internal import BLEModel
+internal import DBusKit
+internal import DaemonCore
+
+/// A `GattCharacteristic1` object backed by one attribute of the database.
+final class ExportedCharacteristic: DBusObject {
+    let path: ObjectPath
+    let servicePath: ObjectPath
+    let attribute: Attribute
+    let flags: [String]
+    unowned let requests: GattRequestHandler
+
+    let interfaces = [GattInterfaces.characteristic]
+
+    init(
+        path: ObjectPath, servicePath: ObjectPath, attribute: Attribute, flags: [String],
+        requests: GattRequestHandler
+    ) {
+        self.path = path
+        self.servicePath = servicePath
+        self.attribute = attribute
+        self.flags = flags
+        self.requests = requests
+    }
+
+    func property(_ name: String, interface: String) -> DBusValue? {
+        switch name {
+        case "UUID": return .string(attribute.uuid.description)
+        case "Service": return .objectPath(servicePath)
+        case "Flags": return .stringArray(flags)
+        case "Value": return .bytes(attribute.value)
+        case "Notifying": return .bool(attribute.isNotifying)
+        default: return nil
+        }
+    }
+
+    func setProperty(_ name: String, interface: String, value: DBusValue) throws(DBusError) {
+        throw DBusError(name: DBusError.propertyReadOnly, message: "\(interface).\(name) is read-only")
+    }
+
+    func handle(_ call: MethodCall) {
+        requests.handle(call, for: attribute, at: path)
+    }
+}

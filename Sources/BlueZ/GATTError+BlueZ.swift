@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+
+internal import BLEModel
+internal import DBusKit
+
+/// The one place that turns ATT semantics into `org.bluez.Error.*` names.
+///
+/// bluetoothd maps the error of a `ReadValue`/`WriteValue` reply back to an ATT code in
+/// `dbus_error_to_att_ecode` (bluez-contract.md 1.4). Application codes 0x80-0x9F travel
+/// as `org.bluez.Error.Failed` whose message is the number (BlueZ 5.66 and later parse it
+/// with `strtol`); anything bluetoothd does not recognise becomes 0x0E Unlikely Error.
+extension GATTError {
+    var bluezError: DBusError {
+        switch self {
+        case .readNotPermitted:
+            return DBusError(name: BlueZError.notPermitted, message: "Read not permitted")
+        case .writeNotPermitted:
+            return DBusError(name: BlueZError.notPermitted, message: "Write not permitted")
+        case .invalidOffset:
+            return DBusError(name: BlueZError.invalidOffset, message: "Invalid offset")
+        case .invalidAttributeValueLength:
+            return DBusError(name: BlueZError.invalidValueLength, message: "Invalid value length")
+        case .insufficientAuthorization:
+            return DBusError(name: BlueZError.notAuthorized, message: "Not authorized")
+        case .requestNotSupported:
+            return DBusError(name: BlueZError.notSupported, message: "Not supported")
+        case .procedureAlreadyInProgress:
+            return DBusError(name: BlueZError.inProgress, message: "In progress")
+        case .cccImproperlyConfigured:
+            // 0xFD since BlueZ 5.76; 5.66 maps this name to 0x0E.
+            return DBusError(name: BlueZError.improperlyConfigured, message: "CCC improperly configured")
+        case .unlikely:
+            // A name outside bluetoothd's table: 0x0E on every version (Failed would be
+            // 0x80 before 5.66).
+            return DBusError(name: "org.freedesktop.DBus.Error.Failed", message: "Unlikely error")
+        case .application(let code):
+            return DBusError(name: BlueZError.failed, message: "0x" + hexByte(code))
+        }
+    }
+}
+
+/// `org.bluez.Error.*` names: referenced only from this file.
+enum BlueZError {
+    static let failed = "org.bluez.Error.Failed"
+    static let notPermitted = "org.bluez.Error.NotPermitted"
+    static let notAuthorized = "org.bluez.Error.NotAuthorized"
+    static let notSupported = "org.bluez.Error.NotSupported"
+    static let invalidOffset = "org.bluez.Error.InvalidOffset"
+    static let invalidValueLength = "org.bluez.Error.InvalidValueLength"
+    static let inProgress = "org.bluez.Error.InProgress"
+    static let improperlyConfigured = "org.bluez.Error.ImproperlyConfigured"
+    static let invalidArguments = "org.bluez.Error.InvalidArguments"
+    static let alreadyExists = "org.bluez.Error.AlreadyExists"
+    static let doesNotExist = "org.bluez.Error.DoesNotExist"
+
+    /// A malformed call from bluetoothd's side (bad option types, unknown options).
+    static func invalidArguments(_ message: String) -> DBusError {
+        DBusError(name: invalidArguments, message: message)
+    }
+}
+
+private func hexByte(_ byte: UInt8) -> String {
+    let digits: [Character] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "a", "b", "c", "d", "e", "f"]
+    return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
+}

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: MIT
+
+public import BLEModel
+public import DBusKit
+public import DaemonCore
+public import Logging
+
+/// gattd's GATT application as bluetoothd sees it: an ObjectManager at
+/// `/org/gattd/app` with one object per service, characteristic and descriptor.
+///
+/// Objects are exported in the order bluetoothd needs: included services before the
+/// services that include them (bluetoothd resolves `Includes` against services it has
+/// already created, bluez-contract.md 1.1), each service followed by its
+/// characteristics and their descriptors.
+public final class GattApplication {
+    public let rootPath: ObjectPath
+    let connection: BusConnection
+    let database: AttributeDatabase
+    let requests: GattRequestHandler
+    private(set) var services: [ExportedService] = []
+    private(set) var characteristics: [String: ExportedCharacteristic] = [:]
+    private var exportedPaths: [ObjectPath] = []
+    let logger: Logger
+
+    public init(
+        configuration: Configuration, database: AttributeDatabase, connection: BusConnection, logger: Logger
+    ) throws(DBusError) {
+        self.rootPath = ObjectPath(BlueZNames.applicationRoot)!
+        self.connection = connection
+        self.database = database
+        self.logger = logger
+        self.requests = GattRequestHandler(database: database, logger: logger)
+        try build(configuration)
+        database.observeChanges { [unowned self] attribute, _ in
+            self.valueChanged(attribute)
+        }
+    }
+
+    /// The unique name of the `org.bluez` owner whose calls are trusted.
+    public var trustedSender: String? {
+        get { requests.trustedSender }
+        set { requests.trustedSender = newValue }
+    }
+
+    public var serviceCount: Int { services.count }
+
+    private func build(_ configuration: Configuration) throws(DBusError) {
+        connection.addObjectManager(at: rootPath)
+        var used = Set<String>()
+        var servicePaths: [String: ObjectPath] = [:]
+        for service in configuration.servicesInRegistrationOrder {
+            let path = uniquePath(rootPath, element: service.id, used: &used)
+            servicePaths[service.id] = path
+            let exported = ExportedService(path: path, definition: service)
+            exported.includes = service.includes.compactMap { servicePaths[$0] }
+            services.append(exported)
+            try export(exported, at: path)
+            for characteristic in service.characteristics {
+                guard let attribute = database[characteristic.id] else { continue }
+                let characteristicPath = uniquePath(path, element: characteristic.id, used: &used)
+                let object = ExportedCharacteristic(
+                    path: characteristicPath, servicePath: path, attribute: attribute,
+                    flags: characteristic.flags.map(\.rawValue), requests: requests)
+                characteristics[characteristic.id] = object
+                try export(object, at: characteristicPath)
+                for (index, descriptor) in characteristic.descriptors.enumerated() {
+                    guard let descriptorAttribute = database[descriptor.id] else { continue }
+                    let descriptorPath = ObjectPath(characteristicPath.rawValue + "/desc\(index)")!
+                    let object = ExportedDescriptor(
+                        path: descriptorPath, characteristicPath: characteristicPath,
+                        attribute: descriptorAttribute, flags: descriptor.flags.map(\.rawValue),
+                        requests: requests)
+                    try export(object, at: descriptorPath)
+                }
+            }
+        }
+    }
+
+    private func export(_ object: any DBusObject, at path: ObjectPath) throws(DBusError) {
+        try connection.export(object, at: path)
+        exportedPaths.append(path)
+    }
+
+    /// Removes every object from the bus (bluetoothd treats the services as gone).
+    public func unexportAll() {
+        for path in exportedPaths.reversed() { connection.unexport(path) }
+        exportedPaths.removeAll()
+    }
+
+    /// A subscribed characteristic's new value goes out as PropertiesChanged(Value), which
+    /// bluetoothd turns into a notification or indication for every subscribed central.
+    private func valueChanged(_ attribute: Attribute) {
+        guard attribute.isNotifying, let object = characteristics[attribute.id] else { return }
+        connection.emitPropertiesChanged(
+            path: object.path, interface: BlueZNames.gattCharacteristic,
+            changed: [("Value", .bytes(attribute.value))], invalidated: [])
+        logger.debug("notified", metadata: ["gatt.id": "\(attribute.id)", "length": "\(attribute.value.count)"])
+    }
+}
+
+/// `parent/<element>` with every character outside `[A-Za-z0-9_]` replaced by `_`, made
+/// unique with a numeric suffix if two ids collide after that.
+func uniquePath(_ parent: ObjectPath, element: String, used: inout Set<String>) -> ObjectPath {
+    var sanitized = String(
+        String.UnicodeScalarView(
+            element.unicodeScalars.map { scalar in
+                switch scalar {
+                case "a"..."z", "A"..."Z", "0"..."9", "_": return scalar
+                default: return "_"
+                }
+            }))
+    if sanitized.isEmpty { sanitized = "_" }
+    var candidate = parent.rawValue + "/" + sanitized
+    var suffix = 2
+    while used.contains(candidate) {
+        candidate = parent.rawValue + "/" + sanitized + "_\(suffix)"
+        suffix += 1
+    }
+    used.insert(candidate)
+    return ObjectPath(candidate)!
+}

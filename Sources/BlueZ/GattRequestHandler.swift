@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+
+internal import BLEModel
+internal import DBusKit
+internal import DaemonCore
+internal import Logging
+
+/// Answers bluetoothd's calls on characteristics and descriptors.
+///
+/// Only the current owner of `org.bluez` may call: anyone else on the bus gets
+/// `org.bluez.Error.NotAuthorized` and changes nothing, so no process can read or write
+/// values by pretending to be bluetoothd. Calls flagged NO_REPLY_EXPECTED (StartNotify,
+/// StopNotify, Confirm, and writes to `write-without-response` characteristics) are
+/// never answered; `MethodCall` enforces that.
+final class GattRequestHandler {
+    let database: AttributeDatabase
+    let logger: Logger
+    /// The unique bus name of the current `org.bluez` owner, nil while BlueZ is absent.
+    var trustedSender: String?
+
+    init(database: AttributeDatabase, logger: Logger) {
+        self.database = database
+        self.logger = logger
+    }
+
+    func handle(_ call: MethodCall, for attribute: Attribute, at path: ObjectPath) {
+        let member = call.member ?? ""
+        guard let sender = call.sender, sender == trustedSender else {
+            logger.warning(
+                "refused a call from a sender that is not bluetoothd",
+                metadata: [
+                    "gatt.id": "\(attribute.id)", "operation": "\(member)",
+                    "sender": "\(call.sender ?? "?")",
+                ])
+            call.fail(GATTError.insufficientAuthorization.bluezError)
+            return
+        }
+        do throws(DBusError) {
+            switch member {
+            case "ReadValue": try read(call, attribute)
+            case "WriteValue": try write(call, attribute)
+            case "StartNotify": notify(call, attribute, on: true)
+            case "StopNotify": notify(call, attribute, on: false)
+            case "Confirm":
+                database.confirm(attribute)
+                logger.debug("indication confirmed", metadata: ["gatt.id": "\(attribute.id)"])
+                call.reply()
+            default:
+                call.fail(DBusError(name: DBusError.unknownMethod, message: "No method \(member)"))
+            }
+        } catch {
+            logger.info(
+                "refused a malformed call",
+                metadata: ["gatt.id": "\(attribute.id)", "operation": "\(member)", "error": "\(error.message)"])
+            call.fail(error)
+        }
+    }
+
+    private func read(_ call: MethodCall, _ attribute: Attribute) throws(DBusError) {
+        let arguments = try call.arguments()
+        let options = try GattRequestOptions(arguments[0], method: "ReadValue")
+        switch database.read(attribute, offset: options.offset) {
+        case .success(let bytes):
+            logger.debug(
+                "read",
+                metadata: [
+                    "gatt.id": "\(attribute.id)", "device": "\(options.device ?? "")",
+                    "offset": "\(options.offset)", "length": "\(bytes.count)",
+                ])
+            call.reply([.bytes(Array(bytes))])
+        case .failure(let error):
+            logFailure("read", attribute, options, error)
+            call.fail(error.bluezError)
+        }
+    }
+
+    private func write(_ call: MethodCall, _ attribute: Attribute) throws(DBusError) {
+        let arguments = try call.arguments()
+        guard let bytes = arguments[0].asBytes else {
+            throw BlueZError.invalidArguments("WriteValue: value must be ay")
+        }
+        let options = try GattRequestOptions(arguments[1], method: "WriteValue")
+        let result: Result<Void, GATTError>
+        if options.prepareAuthorize {
+            // Only asks whether a Prepare Write may be queued; the data comes later as
+            // ordinary offset writes on Execute Write (bluez-contract.md 1.5).
+            result = database.validateWrite(attribute, count: bytes.count, offset: options.offset)
+        } else {
+            result = database.write(attribute, bytes: bytes, offset: options.offset, origin: .central(device: options.device))
+        }
+        switch result {
+        case .success:
+            logger.debug(
+                "write",
+                metadata: [
+                    "gatt.id": "\(attribute.id)", "device": "\(options.device ?? "")",
+                    "offset": "\(options.offset)", "length": "\(bytes.count)",
+                ])
+            call.reply()
+        case .failure(let error):
+            logFailure("write", attribute, options, error)
+            call.fail(error.bluezError)
+        }
+    }
+
+    private func notify(_ call: MethodCall, _ attribute: Attribute, on: Bool) {
+        if database.setNotifying(attribute, on) {
+            logger.info(
+                on ? "subscribed" : "unsubscribed",
+                metadata: ["gatt.id": "\(attribute.id)", "gatt.uuid": "\(attribute.uuid)"])
+            call.reply()
+        } else {
+            call.fail(GATTError.requestNotSupported.bluezError)
+        }
+    }
+
+    private func logFailure(_ operation: String, _ attribute: Attribute, _ options: GattRequestOptions, _ error: GATTError) {
+        logger.debug(
+            "\(operation) refused",
+            metadata: [
+                "gatt.id": "\(attribute.id)", "device": "\(options.device ?? "")",
+                "offset": "\(options.offset)", "att.error": "0x\(String(error.attCode, radix: 16))",
+            ])
+    }
+}

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+
+internal import DBusKit
+
+/// The `a{sv}` options bluetoothd sends with `ReadValue`/`WriteValue`
+/// (`append_options` in gatt-database.c, bluez-contract.md 1.2).
+///
+/// `offset` is present only when non-zero; `type` is never sent by the server side but
+/// is accepted because the documented API lists it. Any other key, or a known key with
+/// the wrong type, is refused with `org.bluez.Error.InvalidArguments` naming it.
+struct GattRequestOptions: Equatable {
+    var device: String?
+    var offset: Int = 0
+    var mtu: Int?
+    var link: String?
+    var prepareAuthorize = false
+
+    init() {}
+
+    init(_ value: DBusValue, method: String) throws(DBusError) {
+        guard let entries = value.variantDictionaryEntries else {
+            throw BlueZError.invalidArguments("\(method): options must be a{sv}")
+        }
+        for (key, variant) in entries {
+            switch key {
+            case "device":
+                guard let path = variant.asObjectPath else { throw Self.wrongType(method, key, "o") }
+                device = path
+            case "offset":
+                guard let number = variant.asUInt16 else { throw Self.wrongType(method, key, "q") }
+                offset = Int(number)
+            case "mtu":
+                guard let number = variant.asUInt16 else { throw Self.wrongType(method, key, "q") }
+                mtu = Int(number)
+            case "link":
+                guard let text = variant.asString else { throw Self.wrongType(method, key, "s") }
+                link = text
+            case "prepare-authorize":
+                guard let flag = variant.asBool else { throw Self.wrongType(method, key, "b") }
+                prepareAuthorize = flag
+            case "type":
+                guard variant.asString != nil else { throw Self.wrongType(method, key, "s") }
+            default:
+                throw BlueZError.invalidArguments("\(method): unknown option \"\(key)\"")
+            }
+        }
+    }
+
+    private static func wrongType(_ method: String, _ key: String, _ signature: String) -> DBusError {
+        BlueZError.invalidArguments("\(method): option \"\(key)\" must be of type \(signature)")
+    }
+}

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+
+import BLEModel
+import BlueZ
+import DBusKit
+import DaemonCore
+import Glibc
+import Logging
+import Mainloop
+
+/// Wires the modules together and runs the event loop until SIGTERM or SIGINT.
+final class Daemon {
+    let loop: EventLoop
+    let connection: BusConnection
+    let database: AttributeDatabase
+    let application: GattApplication
+    let registrar: BlueZRegistrar
+    let logger: Logger
+    var exitCode: Int32 = 0
+    private var signalWatches: [SignalWatch] = []
+    private var stopping = false
+
+    init(
+        configuration: Configuration, adapter: String?, loop: EventLoop, connection: BusConnection, logger: Logger
+    ) throws(DBusError) {
+        self.loop = loop
+        self.connection = connection
+        self.logger = logger
+        database = AttributeDatabase(configuration: configuration)
+        application = try GattApplication(
+            configuration: configuration, database: database, connection: connection, logger: logger)
+        registrar = BlueZRegistrar(
+            connection: connection, application: application, preferredAdapter: adapter, loop: loop, logger: logger)
+    }
+
+    static func run(configuration: Configuration, configPath: String, adapter: String?, logLevel: Logger.Level) -> Int32 {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = logLevel
+            return handler
+        }
+        var logger = Logger(label: "gattd")
+        logger.logLevel = logLevel
+        let loop: EventLoop
+        let connection: BusConnection
+        do {
+            loop = try EventLoop()
+        } catch {
+            logger.critical("cannot create the event loop", metadata: ["error": "\(error)"])
+            return 1
+        }
+        do throws(DBusError) {
+            connection = try BusConnection.system(loop: loop)
+        } catch {
+            logger.critical("cannot connect to the system bus", metadata: ["error": "\(error.name): \(error.message)"])
+            return 1
+        }
+        logger.info(
+            "starting", metadata: ["config": "\(configPath)", "bus.name": "\(connection.uniqueName)"])
+        let daemon: Daemon
+        do throws(DBusError) {
+            daemon = try Daemon(
+                configuration: configuration, adapter: adapter, loop: loop, connection: connection, logger: logger)
+        } catch {
+            logger.critical("cannot export the application", metadata: ["error": "\(error.name): \(error.message)"])
+            return 1
+        }
+        daemon.start()
+        loop.run()
+        return daemon.exitCode
+    }
+
+    func start() {
+        for signo in [SIGTERM, SIGINT] {
+            signalWatches.append(loop.onSignal(signo) { [unowned self] in self.shutdown() })
+        }
+        connection.onDisconnected = { [unowned self] in
+            self.logger.critical("lost the system bus connection")
+            self.exitCode = 1
+            self.loop.stop()
+        }
+        registrar.start()
+    }
+
+    /// SIGTERM: unregister, then leave the loop; bounded so systemd never has to kill us.
+    func shutdown() {
+        guard !stopping else { return }
+        stopping = true
+        logger.info("stopping")
+        let deadline = loop.timer(after: .milliseconds(1500)) { [unowned self] in
+            self.logger.warning("unregistering took too long; exiting anyway")
+            self.loop.stop()
+        }
+        registrar.stop { [unowned self] in
+            deadline.cancel()
+            self.application.unexportAll()
+            self.loop.stop()
+        }
+    }
+}

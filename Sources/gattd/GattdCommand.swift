@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+
+import ArgumentParser
+import BLEModel
+import Glibc
+
+/// `gattd`: serve a JSON-defined GATT application to BlueZ.
+struct GattdCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gattd",
+        abstract: "Bluetooth LE peripheral daemon: serves a JSON-defined GATT application through BlueZ.",
+        discussion: """
+            Exit status: 0 after a clean stop, 1 when the system bus cannot be reached, \
+            64 for bad command-line usage, 78 (EX_CONFIG) when the configuration is invalid.
+            """)
+
+    @Option(name: .long, help: "The service definition (default: $CONFIGURATION_DIRECTORY/gattd.json, else /etc/gattd/gattd.json).")
+    var config: String?
+
+    @Option(name: .long, help: "Adapter to use, e.g. hci0 (overrides the configuration's \"adapter\").")
+    var adapter: String?
+
+    @Flag(name: .long, help: "Validate the configuration, print a summary and exit.")
+    var check = false
+
+    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    func run() throws {
+        let path = config ?? defaultConfigPath()
+        let loaded: LoadedConfiguration
+        switch ConfigurationLoader.load(path: path) {
+        case .success(let result):
+            loaded = result
+        case .failure(let errors):
+            for issue in errors.issues { printError("\(path): \(issue)") }
+            let count = errors.issues.filter { $0.severity == .error }.count
+            printError("\(path): \(count) error\(count == 1 ? "" : "s"); nothing was started")
+            throw ExitCode(78)
+        }
+        for warning in loaded.warnings { printError("\(path): \(warning)") }
+        if check {
+            print(CheckReport(path: path, configuration: loaded.configuration).text)
+            return
+        }
+        guard let level = parseLogLevel(logLevel) else {
+            throw ValidationError("unknown log level \"\(logLevel)\"")
+        }
+        let code = Daemon.run(
+            configuration: loaded.configuration, configPath: path, adapter: adapter ?? loaded.configuration.adapter,
+            logLevel: level)
+        if code != 0 { throw ExitCode(code) }
+    }
+}
+
+func defaultConfigPath() -> String {
+    if let directory = getenv("CONFIGURATION_DIRECTORY").map({ String(cString: $0) }), !directory.isEmpty {
+        // systemd may pass several directories separated by ':'; ours is the first.
+        let first = directory.split(separator: ":").first.map(String.init) ?? directory
+        return first + "/gattd.json"
+    }
+    return "/etc/gattd/gattd.json"
+}
+
+func printError(_ line: String) {
+    var text = line
+    text.append("\n")
+    _ = text.withCString { fputs($0, stderr) }
+}
