@@ -69,6 +69,15 @@ class ControlObject(dbus.service.Object):
             return apps[0] if apps else None
         _waiter(self.d, self.d.gatt.listeners, timeout_ms, ready, reply, error, "an application")
 
+    @dbus.service.method(IFACE, in_signature="uu", out_signature="a(so)", **ASYNC)
+    def WaitForApplications(self, count, timeout_ms, reply, error):
+        """Returns once exactly `count` applications are registered (0 = all gone)."""
+        def ready():
+            apps = self._apps()
+            return apps if len(apps) == count else None
+        _waiter(self.d, self.d.gatt.listeners, timeout_ms, ready, reply, error,
+                "%d applications" % count)
+
     @dbus.service.method(IFACE, out_signature="aa{sv}")
     def Attributes(self):
         return dbus.Array([a.as_dict() for app in self.d.gatt.apps.values() for a in app.attributes()],
