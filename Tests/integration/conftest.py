@@ -1,0 +1,90 @@
+# SPDX-License-Identifier: MIT
+"""Fixtures for gattd's integration suite: private bus, stand-in bluetoothd, gattd.
+
+gattd comes from $GATTD_BIN (default .build/debug/gattd at the repository root)
+and runs as `gattd --config <file>` with DBUS_SYSTEM_BUS_ADDRESS pointing at the
+private bus. Its output goes to a file that is printed when a test fails.
+"""
+
+import os
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "Tests", "standin"))
+
+from harness import PrivateBus, Standin, Child  # noqa: E402
+
+CONFIGS = os.path.join(HERE, "configs")
+
+
+def gattd_binary():
+    return os.environ.get("GATTD_BIN", os.path.join(REPO, ".build", "debug", "gattd"))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, "rep_" + rep.when, rep)
+
+
+def _print_on_failure(request, title, path):
+    rep = getattr(request.node, "rep_call", None)
+    if rep is not None and rep.failed and os.path.exists(path):
+        with open(path) as f:
+            print("---- %s ----\n%s" % (title, f.read()))
+
+
+@pytest.fixture
+def private_bus():
+    bus = PrivateBus()
+    yield bus
+    bus.stop()
+
+
+@pytest.fixture
+def standin(private_bus, tmp_path, request):
+    log_path = str(tmp_path / "standin.log")
+    sd = Standin(private_bus, log_path=log_path)
+    yield sd
+    sd.stop()
+    _print_on_failure(request, "stand-in log", log_path)
+
+
+class Gattd:
+    """A running gattd; `log_path` holds its stdout and stderr."""
+
+    def __init__(self, private_bus, config, log_path):
+        self.log = open(log_path, "w")
+        self.child = Child([gattd_binary(), "--config", config],
+                           env_extra={"DBUS_SYSTEM_BUS_ADDRESS": private_bus.address}, log=self.log)
+
+    def alive(self):
+        return self.child.proc.poll() is None
+
+    def stop(self):
+        self.child.stop()
+        self.log.close()
+
+
+@pytest.fixture
+def start_gattd(private_bus, tmp_path, request):
+    """start_gattd(config_name) -> Gattd; skips the test when the binary is absent."""
+    binary = gattd_binary()
+    if not os.access(binary, os.X_OK):
+        pytest.skip("gattd binary not found at %s (build it with `swift build` or set GATTD_BIN)" % binary)
+    started = []
+    log_path = str(tmp_path / "gattd.log")
+
+    def start(config_name):
+        g = Gattd(private_bus, os.path.join(CONFIGS, config_name), log_path)
+        started.append(g)
+        return g
+
+    yield start
+    for g in started:
+        g.stop()
+    _print_on_failure(request, "gattd output", log_path)

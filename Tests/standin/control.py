@@ -1,0 +1,210 @@
+# SPDX-License-Identifier: MIT
+"""org.gattd.test.Standin1 on /org/gattd/test: the test suite's handle on the stand-in.
+
+Tests call these methods synchronously from their own connection. Methods that
+talk to the app reply late (async_callbacks), so the stand-in's loop keeps
+running. Waits end on the registration/notification event or a GLib timeout,
+never by polling.
+"""
+
+import dbus
+import dbus.service
+from gi.repository import GLib
+
+from central import control_error
+
+IFACE = "org.gattd.test.Standin1"
+PATH = "/org/gattd/test"
+ASYNC = dict(async_callbacks=("reply", "error"))
+
+
+def _waiter(daemon, listeners, timeout_ms, ready, reply, error, what):
+    """Reply with ready() as soon as it returns non-None; fail after timeout_ms."""
+    value = ready()
+    if value is not None:
+        reply(value)
+        return
+    state = {}
+
+    def finish():
+        listeners.remove(on_event)
+        GLib.source_remove(state["timer"])
+
+    def on_event(*_):
+        result = ready()
+        if result is not None:
+            finish()
+            reply(result)
+
+    def on_timeout():
+        listeners.remove(on_event)
+        daemon.log("timed out after %d ms waiting for %s" % (timeout_ms, what))
+        error(dbus.exceptions.DBusException("timed out after %d ms waiting for %s" % (timeout_ms, what),
+                                            name="org.gattd.test.Error.Timeout"))
+        return False
+
+    listeners.append(on_event)
+    state["timer"] = GLib.timeout_add(timeout_ms, on_timeout)
+
+
+class ControlObject(dbus.service.Object):
+    def __init__(self, conn, daemon):
+        super().__init__(conn, PATH)
+        self.d = daemon
+
+    # -- applications and the attribute tree ---------------------------------
+
+    def _apps(self):
+        return dbus.Array([dbus.Struct((app.owner, dbus.ObjectPath(app.path)), signature="so")
+                           for app in self.d.gatt.apps.values()], signature="(so)")
+
+    @dbus.service.method(IFACE, out_signature="a(so)")
+    def Applications(self):
+        return self._apps()
+
+    @dbus.service.method(IFACE, in_signature="u", out_signature="(so)", **ASYNC)
+    def WaitForApplication(self, timeout_ms, reply, error):
+        def ready():
+            apps = self._apps()
+            return apps[0] if apps else None
+        _waiter(self.d, self.d.gatt.listeners, timeout_ms, ready, reply, error, "an application")
+
+    @dbus.service.method(IFACE, in_signature="uu", out_signature="a(so)", **ASYNC)
+    def WaitForApplications(self, count, timeout_ms, reply, error):
+        """Returns once exactly `count` applications are registered (0 = all gone)."""
+        def ready():
+            apps = self._apps()
+            return apps if len(apps) == count else None
+        _waiter(self.d, self.d.gatt.listeners, timeout_ms, ready, reply, error,
+                "%d applications" % count)
+
+    @dbus.service.method(IFACE, out_signature="aa{sv}")
+    def Attributes(self):
+        return dbus.Array([a.as_dict() for app in self.d.gatt.apps.values() for a in app.attributes()],
+                          signature="a{sv}")
+
+    @dbus.service.method(IFACE, out_signature="as")
+    def Warnings(self):
+        return dbus.Array(self.d.warnings, signature="s")
+
+    @dbus.service.method(IFACE, out_signature="as")
+    def Log(self):
+        return dbus.Array(self.d.log_lines, signature="s")
+
+    # -- central operations ------------------------------------------------------
+
+    @dbus.service.method(IFACE, in_signature="oqqo", out_signature="ay", **ASYNC)
+    def Read(self, path, offset, mtu, device, reply, error):
+        self.d.central.read(path, offset, mtu, device, lambda v: reply(dbus.ByteArray(bytes(v))), error)
+
+    @dbus.service.method(IFACE, in_signature="oqqo", out_signature="yay", **ASYNC)
+    def ReadAtt(self, path, offset, mtu, device, reply, error):
+        self.d.central.read_att(path, offset, mtu, device, lambda r: reply(r[0], dbus.ByteArray(r[1])))
+
+    @dbus.service.method(IFACE, in_signature="oqo", out_signature="yay", **ASYNC)
+    def LongRead(self, path, mtu, device, reply, error):
+        self.d.central.long_read(path, mtu, device, lambda r: reply(r[0], dbus.ByteArray(r[1])))
+
+    @dbus.service.method(IFACE, in_signature="oayqqob", out_signature="", **ASYNC)
+    def Write(self, path, value, offset, mtu, device, prepare_authorize, reply, error):
+        self.d.central.write(path, bytes(value), offset, mtu, device, prepare_authorize, reply, error)
+
+    @dbus.service.method(IFACE, in_signature="oayqqob", out_signature="y", **ASYNC)
+    def WriteAtt(self, path, value, offset, mtu, device, prepare_authorize, reply, error):
+        self.d.central.write_att(path, bytes(value), offset, mtu, device, prepare_authorize, reply)
+
+    @dbus.service.method(IFACE, in_signature="sss", out_signature="y")
+    def AttError(self, op, name, message):
+        import bluez_rules
+        if op not in ("read", "write"):
+            raise control_error("op must be 'read' or 'write'")
+        return bluez_rules.att_error_for(op, name, message)
+
+    @dbus.service.method(IFACE, in_signature="y", out_signature="")
+    def SetSecurity(self, level):
+        self.d.central.security = int(level)
+
+    @dbus.service.method(IFACE, in_signature="osssav", out_signature="ssav", **ASYNC)
+    def RawCall(self, path, interface, member, signature, args, reply, error):
+        self.d.central.raw_call(path, interface, member, signature, list(args),
+                                lambda r: reply(r[0], r[1], dbus.Array(r[2], signature="v")))
+
+    # -- notifications -----------------------------------------------------------
+
+    @dbus.service.method(IFACE, in_signature="o", out_signature="")
+    def StartNotify(self, path):
+        self.d.central.notify_call(path, "StartNotify")
+
+    @dbus.service.method(IFACE, in_signature="o", out_signature="")
+    def StopNotify(self, path):
+        self.d.central.notify_call(path, "StopNotify")
+
+    @dbus.service.method(IFACE, in_signature="o", out_signature="")
+    def Confirm(self, path):
+        self.d.central.notify_call(path, "Confirm")
+
+    @dbus.service.method(IFACE, in_signature="oo", out_signature="y")
+    def Subscribe(self, path, device):
+        return self.d.central.subscribe(path, device)
+
+    @dbus.service.method(IFACE, in_signature="oo", out_signature="y")
+    def Unsubscribe(self, path, device):
+        return self.d.central.unsubscribe(path, device)
+
+    def _values(self, path):
+        return dbus.Array([dbus.ByteArray(n.value) for n in self.d.gatt.notifications.get(str(path), [])],
+                          signature="ay")
+
+    @dbus.service.method(IFACE, in_signature="o", out_signature="aay")
+    def Notifications(self, path):
+        return self._values(path)
+
+    @dbus.service.method(IFACE, in_signature="o", out_signature="at")
+    def NotificationTimes(self, path):
+        return dbus.Array([dbus.UInt64(n.t_us) for n in self.d.gatt.notifications.get(str(path), [])],
+                          signature="t")
+
+    @dbus.service.method(IFACE, in_signature="ouu", out_signature="aay", **ASYNC)
+    def WaitForNotifications(self, path, count, timeout_ms, reply, error):
+        def ready():
+            values = self._values(path)
+            return values if len(values) >= count else None
+        _waiter(self.d, self.d.gatt.listeners, timeout_ms, ready, reply, error,
+                "%d notifications on %s" % (count, path))
+
+    # -- adverts and adapters ----------------------------------------------------
+
+    @dbus.service.method(IFACE, out_signature="aa{sv}")
+    def Adverts(self):
+        return dbus.Array([a.as_dict() for a in self.d.adverts.adverts.values()], signature="a{sv}")
+
+    @dbus.service.method(IFACE, in_signature="o", out_signature="aa{sv}")
+    def AdvertUpdates(self, path):
+        for a in self.d.adverts.adverts.values():
+            if a.path == str(path):
+                return dbus.Array([dbus.Dictionary(u, signature="sv") for u in a.updates], signature="a{sv}")
+        raise control_error("no advertisement at %s" % path)
+
+    @dbus.service.method(IFACE, in_signature="u", out_signature="a{sv}", **ASYNC)
+    def WaitForAdvert(self, timeout_ms, reply, error):
+        def ready():
+            adverts = list(self.d.adverts.adverts.values())
+            return adverts[0].as_dict() if adverts else None
+        _waiter(self.d, self.d.adverts.listeners, timeout_ms, ready, reply, error, "an advertisement")
+
+    @dbus.service.method(IFACE, in_signature="o", out_signature="")
+    def ReleaseAdvert(self, path):
+        self.d.adverts.release(str(path))
+
+    @dbus.service.method(IFACE, in_signature="b", out_signature="")
+    def SetPowered(self, powered):
+        for adapter in self.d.adapters.values():
+            adapter._set_bool("Powered", dbus.Boolean(powered))
+
+    @dbus.service.method(IFACE, in_signature="s", out_signature="")
+    def RemoveAdapter(self, name):
+        self.d.remove_adapter(str(name))
+
+    @dbus.service.method(IFACE, in_signature="s", out_signature="")
+    def AddAdapter(self, name):
+        self.d.add_adapter(str(name))

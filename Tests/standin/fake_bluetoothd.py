@@ -1,0 +1,140 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""A stand-in for bluetoothd 5.66 on a private bus, for gattd's integration tests.
+
+Usage: fake_bluetoothd.py --address <bus address> [--adapters hci0,hci1] [--max-adverts 5]
+
+Owns org.bluez (and org.gattd.test.Standin for the test-control interface) on
+that bus, exports the adapters with GattManager1 and LEAdvertisingManager1, and
+behaves as bluetoothd does towards applications (contract 1.1-1.6, 1.8, 1.9).
+Prints "READY <unique name>" on stdout once both names are owned. SIGTERM is a
+clean stop (adverts get Release()); SIGKILL models a crash.
+"""
+
+import argparse
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import dbus                      # noqa: E402
+import dbus.bus                  # noqa: E402
+import dbus.lowlevel             # noqa: E402
+import dbus.mainloop.glib        # noqa: E402
+import dbus.service              # noqa: E402
+from gi.repository import GLib   # noqa: E402
+
+import bluez_objects             # noqa: E402
+from adv_manager import AdvertManager    # noqa: E402
+from central import Central               # noqa: E402
+from control import ControlObject         # noqa: E402
+from gatt_manager import GattManager      # noqa: E402
+
+BLUEZ_NAME = "org.bluez"
+CONTROL_NAME = "org.gattd.test.Standin"
+
+
+class Daemon:
+    """Owns the connection, the exported objects and the registries."""
+
+    def __init__(self, bus, adapter_names, max_adverts, verbose):
+        self.bus = bus
+        self.max_adverts = max_adverts
+        self.verbose = verbose
+        self.log_lines = []
+        self.warnings = []
+        self.adapters = {}
+        self.root = bluez_objects.RootObject(bus, self)
+        self.bluez = bluez_objects.BluezObject(bus)
+        self.gatt = GattManager(self)
+        self.adverts = AdvertManager(self)
+        self.central = Central(self)
+        self.control = ControlObject(bus, self)
+        for name in adapter_names:
+            self.add_adapter(name, announce=False)
+
+    def log(self, line):
+        stamped = "%.6f %s" % (time.monotonic(), line)
+        self.log_lines.append(stamped)
+        if self.verbose:
+            print(stamped, file=sys.stderr, flush=True)
+
+    def warn(self, line):
+        self.warnings.append(line)
+        self.log("WARNING " + line)
+
+    def exported(self):
+        return [self.bluez] + [self.adapters[n] for n in sorted(self.adapters)]
+
+    def send_no_reply(self, dest, path, iface, member, signature="", args=()):
+        """A call flagged NO_REPLY_EXPECTED, as bluetoothd's g_dbus_send_message."""
+        msg = dbus.lowlevel.MethodCallMessage(dest, path, iface, member)
+        msg.set_no_reply(True)
+        if signature:
+            msg.append(signature=signature, *args)
+        self.bus.send_message(msg)
+
+    def add_adapter(self, name, announce=True):
+        if name in self.adapters:
+            raise bluez_objects.bluez_error("AlreadyExists", "adapter %s exists" % name)
+        index = int(name[3:]) if name.startswith("hci") and name[3:].isdigit() else len(self.adapters)
+        adapter = bluez_objects.AdapterObject(self.bus, self, name, index, self.max_adverts)
+        self.adapters[name] = adapter
+        if announce:
+            self.root.InterfacesAdded(dbus.ObjectPath(adapter.path),
+                                      dbus.Dictionary(adapter.managed(), signature="sa{sv}"))
+        self.log("adapter %s added" % name)
+
+    def remove_adapter(self, name):
+        adapter = self.adapters.pop(name, None)
+        if adapter is None:
+            raise bluez_objects.bluez_error("DoesNotExist", "no adapter %s" % name)
+        self.adverts.drop_adapter(name)
+        self.gatt.drop_adapter(name)
+        adapter.remove_from_connection()
+        self.root.InterfacesRemoved(dbus.ObjectPath(adapter.path),
+                                    dbus.Array(list(adapter.props.keys()), signature="s"))
+        self.log("adapter %s removed" % name)
+
+    def shutdown(self):
+        """Clean stop: adapter_remove on each adapter sends Release to adverts."""
+        for name in list(self.adapters):
+            self.adverts.drop_adapter(name)
+        self.bus.flush()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--address", required=True, help="D-Bus address of the private bus")
+    parser.add_argument("--adapters", default="hci0", help="comma-separated adapter names")
+    parser.add_argument("--max-adverts", type=int, default=5)
+    parser.add_argument("--verbose", action="store_true", help="log every event to stderr")
+    args = parser.parse_args(argv)
+
+    dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+    bus = dbus.bus.BusConnection(args.address)
+    daemon = Daemon(bus, [a for a in args.adapters.split(",") if a], args.max_adverts, args.verbose)
+    for name in (BLUEZ_NAME, CONTROL_NAME):
+        result = bus.request_name(name, dbus.bus.NAME_FLAG_DO_NOT_QUEUE)
+        if result != dbus.bus.REQUEST_NAME_REPLY_PRIMARY_OWNER:
+            print("fake_bluetoothd: cannot own %s (result %d)" % (name, result), file=sys.stderr)
+            return 1
+    loop = GLib.MainLoop()
+
+    def on_term():
+        daemon.log("SIGTERM: clean stop")
+        daemon.shutdown()
+        loop.quit()
+        return False
+
+    GLib.unix_signal_add(GLib.PRIORITY_HIGH, signal.SIGTERM, on_term)
+    GLib.unix_signal_add(GLib.PRIORITY_HIGH, signal.SIGINT, on_term)
+    print("READY %s" % bus.get_unique_name(), flush=True)
+    loop.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
