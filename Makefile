@@ -37,7 +37,7 @@ check-config:
 	done
 
 test-integration:
-	GATTD_BIN=$(CURDIR)/$(DEBUG_BIN)/gattd $(PYTHON) -m pytest -q Tests/integration
+	GATTD_BIN=$(CURDIR)/$(DEBUG_BIN)/gattd $(PYTHON) -m pytest -q Tests/standin Tests/integration
 
 # Shows gattd serving config/example.json to a central (stand-in bluetoothd on a private bus).
 demo: build
