@@ -47,7 +47,7 @@ public struct StderrLogHandler: LogHandler {
         var line = "\(level): \(escaped(message))"
         for key in metadata.keys.sorted() {
             guard let value = metadata[key] else { continue }
-            line += " \(escaped(key))=\(quotedIfNeeded(escaped(value.description)))"
+            line += " \(escaped(key))=\(rendered(value.description))"
         }
         return line + "\n"
     }
@@ -68,32 +68,32 @@ public struct StderrLogHandler: LogHandler {
         }
     }
 
-    private static func escaped(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return text }
-        var out = ""
+    /// Control characters become `\n`, `\r`, `\t` or `\xNN`; with `quoting`, `"` and `\`
+    /// are backslash-escaped too and the result is wrapped in double quotes.
+    private static func escaped(_ text: String, quoting: Bool = false) -> String {
+        let special: (Unicode.Scalar) -> Bool = {
+            $0.value < 0x20 || $0.value == 0x7F || (quoting && ($0 == "\"" || $0 == "\\"))
+        }
+        guard quoting || text.unicodeScalars.contains(where: special) else { return text }
+        var out = quoting ? "\"" : ""
         for scalar in text.unicodeScalars {
             switch scalar {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
+            case "\"" where quoting, "\\" where quoting: out += "\\" + String(scalar)
             case _ where scalar.value < 0x20 || scalar.value == 0x7F:
                 let hex = String(scalar.value, radix: 16)
                 out += "\\x" + (hex.count < 2 ? "0" + hex : hex)
             default: out.unicodeScalars.append(scalar)
             }
         }
-        return out
+        return quoting ? out + "\"" : out
     }
 
-    private static func quotedIfNeeded(_ value: String) -> String {
-        guard value.isEmpty || value.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" }) else {
-            return value
-        }
-        var quoted = "\""
-        for character in value {
-            if character == "\"" || character == "\\" { quoted.append("\\") }
-            quoted.append(character)
-        }
-        return quoted + "\""
+    /// A metadata value, double-quoted when empty or containing a space, `"` or `=`.
+    private static func rendered(_ value: String) -> String {
+        let needsQuotes = value.isEmpty || value.contains { $0 == " " || $0 == "\"" || $0 == "=" }
+        return escaped(value, quoting: needsQuotes)
     }
 }
