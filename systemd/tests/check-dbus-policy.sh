@@ -1,0 +1,110 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# Checks systemd/org.gattd.conf on a private dbus-daemon with a system-like default policy,
+# with users created from systemd/gattd.sysusers. Runs, as root, inside a private mount
+# namespace where /etc/passwd and /etc/group are replaced by temporary copies, so the
+# host's accounts are never touched. Clients run under other uids through setpriv.
+# Prints one "ok"/"FAIL" line per check; exit status 0 only if all pass.
+# Needs: root, unshare, dbus-daemon, dbus-send, setpriv, systemd-sysusers, python3-dbus.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+unitdir=$(dirname "$here")
+
+if [ "${GATTD_POLICY_INNER:-}" != 1 ]; then
+    [ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
+    exec env GATTD_POLICY_INNER=1 unshare --mount --propagation private "$0" "$@"
+fi
+
+work=$(mktemp -d)
+chmod 0755 "$work"
+daemon_pid=""
+service_pid=""
+cleanup() {
+    [ -n "$service_pid" ] && kill "$service_pid" 2>/dev/null || true
+    [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Accounts: the host's plus gattd (from our sysusers file) and an operator in group gattd.
+mkdir -p "$work/root/etc"
+cp /etc/passwd /etc/group "$work/root/etc/"
+[ -e /etc/shadow ] && cp /etc/shadow "$work/root/etc/"
+[ -e /etc/gshadow ] && cp /etc/gshadow "$work/root/etc/"
+systemd-sysusers --root="$work/root" "$unitdir/gattd.sysusers" >/dev/null 2>&1
+printf 'u gattdop - "gattd operator" /\nm gattdop gattd\n' > "$work/operator.conf"
+systemd-sysusers --root="$work/root" "$work/operator.conf" >/dev/null 2>&1
+mount --bind "$work/root/etc/passwd" /etc/passwd
+mount --bind "$work/root/etc/group" /etc/group
+
+cat > "$work/bus.conf" <<CONF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path=$work/bus</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <deny own="*"/>
+    <deny send_type="method_call"/>
+    <allow send_type="signal"/>
+    <allow send_requested_reply="true" send_type="method_return"/>
+    <allow send_requested_reply="true" send_type="error"/>
+    <allow receive_type="method_call"/>
+    <allow receive_type="method_return"/>
+    <allow receive_type="error"/>
+    <allow receive_type="signal"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
+  </policy>
+  <include>$unitdir/org.gattd.conf</include>
+</busconfig>
+CONF
+
+failures=0
+check() { # name expected-substring actual
+    if printf '%s' "$3" | grep -q -- "$2"; then echo "ok   $1"; else echo "FAIL $1: wanted '$2', got: $3"; failures=$((failures + 1)); fi
+}
+as() { # user command...
+    user=$1; shift
+    setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups -- "$@" 2>&1 || true
+}
+call() { # user interface.method [args...]
+    user=$1; method=$2; shift 2
+    as "$user" dbus-send --bus="unix:path=$work/bus" --print-reply --reply-timeout=5000 \
+        --dest=org.gattd /org/gattd/app/char0 "$method" "$@"
+}
+
+# dbus-daemon refuses to start on a malformed or invalid policy file.
+mkfifo "$work/address" "$work/service.out"
+dbus-daemon --config-file="$work/bus.conf" --nofork --nopidfile --print-address=3 3>"$work/address" 2>"$work/daemon.log" &
+daemon_pid=$!
+# The fifo yields the address once the bus listens, or EOF if dbus-daemon exits first.
+address=$(timeout 10 head -n 1 "$work/address" || true)
+check "dbus-daemon accepts org.gattd.conf" "unix:path=" "$address $(cat "$work/daemon.log")"
+
+check "nobody may not own org.gattd" "denied" "$(as nobody /usr/bin/python3 "$here/policy-service.py" "unix:path=$work/bus")"
+
+setpriv --reuid=gattd --regid=gattd --init-groups -- /usr/bin/python3 "$here/policy-service.py" "unix:path=$work/bus" >"$work/service.out" 2>&1 &
+service_pid=$!
+service_state=$(timeout 10 head -n 1 "$work/service.out" || echo "no output")
+check "gattd owns org.gattd" "ready" "$service_state"
+
+check "root calls org.gattd.*" '"pong"' "$(call root org.gattd.Test1.Ping)"
+check "root (bluetoothd) calls GattCharacteristic1" "array of bytes" "$(call root org.bluez.GattCharacteristic1.ReadValue dict:string:string:)"
+check "group gattd calls org.gattd.*" '"pong"' "$(call gattdop org.gattd.Test1.Ping)"
+# The stand-in has no Properties implementation: UnknownMethod proves the bus let the call through.
+check "group gattd calls Properties" "UnknownMethod" "$(call gattdop org.freedesktop.DBus.Properties.GetAll string:org.gattd.Test1)"
+check "group gattd may not read GATT values" "AccessDenied" "$(call gattdop org.bluez.GattCharacteristic1.ReadValue dict:string:string:)"
+check "nobody may not call org.gattd.*" "AccessDenied" "$(call nobody org.gattd.Test1.Ping)"
+check "nobody may not call Properties" "AccessDenied" "$(call nobody org.freedesktop.DBus.Properties.GetAll string:org.gattd.Test1)"
+check "nobody may not read GATT values" "AccessDenied" "$(call nobody org.bluez.GattCharacteristic1.ReadValue dict:string:string:)"
+check "nobody may introspect" "<node" "$(call nobody org.freedesktop.DBus.Introspectable.Introspect)"
+# The unit sets PrivateNetwork=yes: a file-system AF_UNIX socket stays reachable from a
+# new network namespace (only abstract sockets are per-namespace).
+check "bus reachable with PrivateNetwork" '"pong"' "$(unshare --net setpriv --reuid=gattdop --regid=gattdop --init-groups -- dbus-send --bus="unix:path=$work/bus" --print-reply --dest=org.gattd /org/gattd/app/char0 org.gattd.Test1.Ping 2>&1)"
+
+[ "$failures" = 0 ] && echo "all policy checks passed" || echo "$failures policy check(s) failed"
+exit "$failures"
