@@ -4,10 +4,14 @@ extension ConfigurationDecoder {
     /// A placeholder for a UUID that failed to decode (the nil UUID).
     static let placeholderUUID = BluetoothUUID(high: 0, low: 0)
 
+    /// Elements count as damaged for their own fields only: a bad characteristic does not
+    /// stop the rules of its service from running.
     mutating func service(_ value: JSONValue, _ path: String) -> ServiceDefinition? {
         let before = context.issues.count
-        defer { markDamaged(path, since: before) }
-        guard let object = context.object(value, path, allowed: Self.serviceKeys) else { return nil }
+        guard let object = context.object(value, path, allowed: Self.serviceKeys) else {
+            damaged.insert(path)
+            return nil
+        }
         var service = ServiceDefinition(id: identifier(object), uuid: Self.placeholderUUID, sourcePath: path)
         if let value = object.required("uuid", &context), let uuid = uuid(value, object.path("uuid")) {
             service.uuid = uuid
@@ -18,6 +22,7 @@ extension ConfigurationDecoder {
         if let value = object["includes"], let includes = context.strings(value, object.path("includes")) {
             service.includes = includes
         }
+        markDamaged(path, since: before)
         if let value = object["characteristics"],
             let elements = context.array(value, object.path("characteristics"))
         {
@@ -30,8 +35,10 @@ extension ConfigurationDecoder {
 
     mutating func characteristic(_ value: JSONValue, _ path: String) -> CharacteristicDefinition? {
         let before = context.issues.count
-        defer { markDamaged(path, since: before) }
-        guard let object = context.object(value, path, allowed: Self.characteristicKeys) else { return nil }
+        guard let object = context.object(value, path, allowed: Self.characteristicKeys) else {
+            damaged.insert(path)
+            return nil
+        }
         var result = CharacteristicDefinition(
             id: identifier(object), uuid: Self.placeholderUUID, flags: [], sourcePath: path)
         if let value = object.required("uuid", &context), let uuid = uuid(value, object.path("uuid")) {
@@ -45,11 +52,6 @@ extension ConfigurationDecoder {
         }
         result.minLength = length(object, "minLength") ?? 0
         result.maxLength = length(object, "maxLength") ?? Int(Self.maximumValueLength)
-        if let value = object["descriptors"], let elements = context.array(value, object.path("descriptors")) {
-            result.descriptors = elements.enumerated().compactMap {
-                descriptor($1, object.path("descriptors") + "[\($0)]")
-            }
-        }
         if let value = object["persist"] { result.persist = context.bool(value, object.path("persist")) }
         if let value = object["update"] { result.update = update(value, object.path("update")) }
         if let value = object["notifyIntervalMs"],
@@ -58,6 +60,12 @@ extension ConfigurationDecoder {
             result.notifyIntervalMs = Int(interval)
         }
         if let value = object["onWrite"] { result.onWrite = writeHook(value, object.path("onWrite")) }
+        markDamaged(path, since: before)
+        if let value = object["descriptors"], let elements = context.array(value, object.path("descriptors")) {
+            result.descriptors = elements.enumerated().compactMap {
+                descriptor($1, object.path("descriptors") + "[\($0)]")
+            }
+        }
         return result
     }
 

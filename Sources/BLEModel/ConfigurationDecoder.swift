@@ -10,7 +10,7 @@ struct ConfigurationDecoder {
     /// `sourcePath`s of elements whose `id` key was absent (ids to derive).
     private(set) var absentIDs: Set<String> = []
     /// `sourcePath`s of elements that had decoding errors.
-    private(set) var damaged: Set<String> = []
+    var damaged: Set<String> = []
 
     static let topLevelKeys = ["version", "adapter", "alias", "services", "advertisements"]
     static let serviceKeys = ["id", "uuid", "primary", "includes", "characteristics"]

@@ -246,7 +246,9 @@ public struct JSONParser {
         case UInt8(ascii: "r"): simple = 0x0D
         case UInt8(ascii: "t"): simple = 0x09
         case UInt8(ascii: "u"): simple = nil
-        default: throw fail("invalid escape sequence '\\\(describeCurrent())'", at: escapeStart)
+        default:
+            let shown = byte >= 0x20 && byte < 0x7F ? String(Unicode.Scalar(byte)) : "byte 0x" + hex2(byte)
+            throw fail("invalid escape sequence '\\\(shown)'", at: escapeStart)
         }
         advance()
         if let simple {
