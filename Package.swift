@@ -80,6 +80,7 @@ let package = Package(
         .testTarget(
             name: "BLEModelTests",
             dependencies: ["BLEModel"],
+            exclude: ["Fixtures", "check_schema.py"],
             swiftSettings: strict
         ),
         .testTarget(name: "MainloopTests", dependencies: ["Mainloop"], swiftSettings: strict),

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+
+/// One GATT characteristic (`org.bluez.GattCharacteristic1`) and its behaviour.
+public struct CharacteristicDefinition: Sendable, Equatable {
+    /// Unique across the file; derived as `<service id>.<short uuid>` when absent.
+    public var id: String
+    public var uuid: BluetoothUUID
+    /// Non-empty, no duplicates, in file order.
+    public var flags: [CharacteristicFlag]
+    /// Initial value; `minLength <= value.count <= maxLength`.
+    public var value: [UInt8]
+    /// Shortest value a write may leave (default 0).
+    public var minLength: Int
+    /// Longest value (default and maximum 512, the ATT limit).
+    public var maxLength: Int
+    /// Never 0x2902 (CCC) or 0x2900 (CEP): bluetoothd creates those.
+    public var descriptors: [DescriptorDefinition]
+    /// Whether written values survive restarts; nil = the daemon's default.
+    public var persist: Bool?
+    /// Timed value updates; only on readable or notifiable characteristics.
+    public var update: UpdateDefinition?
+    /// Minimum spacing between notifications in ms; nil = the daemon's default pacing.
+    public var notifyIntervalMs: Int?
+    /// Program run on each accepted write; only on writable characteristics.
+    public var onWrite: WriteHook?
+    /// JSON path in the file (`services[0].characteristics[1]`); empty when built in code.
+    public var sourcePath: String
+
+    public init(
+        id: String, uuid: BluetoothUUID, flags: [CharacteristicFlag], value: [UInt8] = [], minLength: Int = 0,
+        maxLength: Int = 512, descriptors: [DescriptorDefinition] = [], persist: Bool? = nil,
+        update: UpdateDefinition? = nil, notifyIntervalMs: Int? = nil, onWrite: WriteHook? = nil,
+        sourcePath: String = ""
+    ) {
+        self.id = id
+        self.uuid = uuid
+        self.flags = flags
+        self.value = value
+        self.minLength = minLength
+        self.maxLength = maxLength
+        self.descriptors = descriptors
+        self.persist = persist
+        self.update = update
+        self.notifyIntervalMs = notifyIntervalMs
+        self.onWrite = onWrite
+        self.sourcePath = sourcePath
+    }
+}

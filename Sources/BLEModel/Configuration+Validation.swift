@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: MIT
+
+extension Configuration {
+    /// UUIDs bluetoothd serves itself and refuses from applications.
+    static let reservedServices: [UInt16: String] = [0x1800: "Generic Access", 0x1801: "Generic Attribute"]
+
+    /// The cross-field rules of config/README.md ("Validation rules"): ids, includes,
+    /// lengths, reserved UUIDs, flag combinations and advertisement consistency.
+    ///
+    /// Runs after `assignDerivedIdentifiers`. Elements listed in `damaged` (they already
+    /// have decoding errors) are skipped by the per-element rules; id and include rules
+    /// always run. Issues are appended to `context`, positioned from its recorded paths.
+    func validate(into context: inout DecodingContext, damaged: Set<String>, absentIDs: Set<String>) {
+        validateIdentifiers(into: &context, absentIDs: absentIDs)
+        validateIncludes(into: &context)
+        for service in services {
+            if !damaged.contains(service.sourcePath), let short = service.uuid.uuid16,
+                let name = Self.reservedServices[short]
+            {
+                context.error(
+                    service.sourcePath + ".uuid",
+                    "UUID 0x\(hex4(short)) (\(name)) is served by bluetoothd itself; remove this service")
+            }
+            for characteristic in service.characteristics where !damaged.contains(characteristic.sourcePath) {
+                validate(characteristic, into: &context)
+                for descriptor in characteristic.descriptors where !damaged.contains(descriptor.sourcePath) {
+                    validate(descriptor, into: &context)
+                }
+            }
+        }
+        for advertisement in advertisements where !damaged.contains(advertisement.sourcePath) {
+            validate(advertisement, into: &context)
+        }
+    }
+
+    // MARK: - Ids
+
+    static func isValidIdentifier(_ id: String) -> Bool {
+        !id.isEmpty
+            && id.utf8.allSatisfy { byte in
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "_")
+                    || byte == UInt8(ascii: "-")
+            }
+    }
+
+    private func validateIdentifiers(into context: inout DecodingContext, absentIDs: Set<String>) {
+        var attributePaths: [(id: String, path: String)] = []
+        for service in services {
+            attributePaths.append((service.id, service.sourcePath))
+            for characteristic in service.characteristics {
+                attributePaths.append((characteristic.id, characteristic.sourcePath))
+                for descriptor in characteristic.descriptors {
+                    attributePaths.append((descriptor.id, descriptor.sourcePath))
+                }
+            }
+        }
+        let advertisementPaths = advertisements.map { (id: $0.id, path: $0.sourcePath) }
+        for namespace in [attributePaths, advertisementPaths] {
+            var firstUse: [String: String] = [:]
+            for (id, path) in namespace where !absentIDs.contains(path) {
+                let idPath = path + ".id"
+                if id.isEmpty {
+                    context.error(idPath, "id must not be empty")
+                } else if !Self.isValidIdentifier(id) {
+                    context.error(idPath, "id \"\(id)\" may only contain A-Z, a-z, 0-9, '_' and '-'")
+                } else if let first = firstUse[id] {
+                    context.error(idPath, "duplicate id \"\(id)\" (first used at \(first))")
+                } else {
+                    firstUse[id] = idPath
+                }
+            }
+        }
+    }
+
+    // MARK: - Includes
+
+    private func validateIncludes(into context: inout DecodingContext) {
+        let indexByID = Dictionary(services.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
+        for service in services {
+            for (index, included) in service.includes.enumerated() {
+                let path = "\(service.sourcePath).includes[\(index)]"
+                if included == service.id {
+                    context.error(path, "a service cannot include itself")
+                } else if indexByID[included] == nil {
+                    context.error(
+                        path,
+                        "no service has id \"\(included)\"" + EditDistance.hint(for: included, among: services.map(\.id)))
+                }
+            }
+        }
+        // Depth-first search; a back edge closes a cycle, reported once where it closes.
+        var state = [Int](repeating: 0, count: services.count)  // 0 new, 1 on stack, 2 done
+        var stack: [Int] = []
+        func visit(_ node: Int) {
+            state[node] = 1
+            stack.append(node)
+            for (index, included) in services[node].includes.enumerated() {
+                guard let next = indexByID[included], next != node else { continue }
+                if state[next] == 1, let start = stack.firstIndex(of: next) {
+                    let names = (stack[start...].map { services[$0].id } + [included]).joined(separator: " -> ")
+                    context.error("\(services[node].sourcePath).includes[\(index)]", "include cycle: \(names)")
+                } else if state[next] == 0 {
+                    visit(next)
+                }
+            }
+            stack.removeLast()
+            state[node] = 2
+        }
+        for node in services.indices where state[node] == 0 { visit(node) }
+    }
+
+    // MARK: - Attributes
+
+    private func validateLengths(
+        _ value: [UInt8], minLength: Int, maxLength: Int, path: String, into context: inout DecodingContext
+    ) {
+        if minLength > maxLength {
+            context.error(path + ".minLength", "minLength \(minLength) is greater than maxLength \(maxLength)")
+        } else if value.count > maxLength {
+            context.error(
+                path + ".value", "initial value is \(value.count) bytes, longer than maxLength \(maxLength)",
+                at: context.position(of: path + ".value") ?? context.position(of: path))
+        } else if value.count < minLength {
+            context.error(
+                path + ".value", "initial value is \(value.count) bytes, shorter than minLength \(minLength)",
+                at: context.position(of: path + ".value") ?? context.position(of: path + ".minLength"))
+        }
+    }
+
+    private func validate(_ characteristic: CharacteristicDefinition, into context: inout DecodingContext) {
+        let path = characteristic.sourcePath
+        let flags = characteristic.flags
+        validateLengths(
+            characteristic.value, minLength: characteristic.minLength, maxLength: characteristic.maxLength, path: path,
+            into: &context)
+        if flags.allowsWrite && flags.allowsWriteWithoutResponse {
+            context.warning(
+                path + ".flags",
+                "\"write\" together with \"write-without-response\": bluetoothd acknowledges writes to such a "
+                    + "characteristic without asking gattd, so gattd cannot refuse them")
+        }
+        if characteristic.update != nil && !flags.allowsRead && !flags.allowsNotify && !flags.allowsIndicate {
+            context.error(
+                path + ".update", "update needs a readable or notifiable characteristic (flags \"read\", \"notify\" or \"indicate\")")
+        }
+        if let hook = characteristic.onWrite {
+            if !flags.allowsWrite && !flags.allowsWriteWithoutResponse {
+                context.error(path + ".onWrite", "onWrite needs a writable characteristic (flag \"write\")")
+            } else if hook.decides && flags.allowsWriteWithoutResponse {
+                context.error(
+                    path + ".onWrite.decides",
+                    "cannot decide writes to a characteristic with \"write-without-response\": bluetoothd "
+                        + "acknowledges them itself")
+            }
+        }
+    }
+
+    private func validate(_ descriptor: DescriptorDefinition, into context: inout DecodingContext) {
+        let path = descriptor.sourcePath
+        switch descriptor.uuid.uuid16 {
+        case 0x2902:
+            context.error(
+                path + ".uuid",
+                "bluetoothd creates the CCC descriptor (0x2902) itself from the notify/indicate flags; remove it")
+        case 0x2900:
+            context.error(
+                path + ".uuid",
+                "bluetoothd creates the CEP descriptor (0x2900) itself from the reliable-write/writable-auxiliaries "
+                    + "flags; remove it")
+        default:
+            break
+        }
+        validateLengths(
+            descriptor.value, minLength: descriptor.minLength, maxLength: descriptor.maxLength, path: path,
+            into: &context)
+    }
+
+    // MARK: - Advertisements
+
+    private func validate(_ advertisement: AdvertisementDefinition, into context: inout DecodingContext) {
+        let path = advertisement.sourcePath
+        if advertisement.type == .broadcast && advertisement.discoverable {
+            context.error(path + ".discoverable", "a broadcast advertisement cannot be discoverable")
+        }
+        if advertisement.localName != nil && advertisement.includes.contains(.localName) {
+            context.error(
+                path + ".localName", "\"localName\" and includes \"local-name\" are mutually exclusive; use one")
+        }
+        if advertisement.appearance != nil && advertisement.includes.contains(.appearance) {
+            context.error(
+                path + ".appearance", "\"appearance\" and includes \"appearance\" are mutually exclusive; use one")
+        }
+        if let discoverableTimeout = advertisement.discoverableTimeout, let timeout = advertisement.timeout,
+            discoverableTimeout > timeout
+        {
+            context.error(
+                path + ".discoverableTimeout",
+                "discoverableTimeout \(discoverableTimeout) is longer than timeout \(timeout)")
+        }
+        if let minimum = advertisement.minInterval, let maximum = advertisement.maxInterval, minimum > maximum {
+            context.error(path + ".minInterval", "minInterval \(minimum) is greater than maxInterval \(maximum)")
+        }
+    }
+}

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: MIT
+
+extension ConfigurationDecoder {
+    /// A placeholder for a UUID that failed to decode (the nil UUID).
+    static let placeholderUUID = BluetoothUUID(high: 0, low: 0)
+
+    /// Elements count as damaged for their own fields only: a bad characteristic does not
+    /// stop the rules of its service from running.
+    mutating func service(_ value: JSONValue, _ path: String) -> ServiceDefinition? {
+        let before = context.issues.count
+        guard let object = context.object(value, path, allowed: Self.serviceKeys) else {
+            damaged.insert(path)
+            return nil
+        }
+        var service = ServiceDefinition(id: identifier(object), uuid: Self.placeholderUUID, sourcePath: path)
+        if let value = object.required("uuid", &context), let uuid = uuid(value, object.path("uuid")) {
+            service.uuid = uuid
+        }
+        if let value = object["primary"], let primary = context.bool(value, object.path("primary")) {
+            service.primary = primary
+        }
+        if let value = object["includes"], let includes = context.strings(value, object.path("includes")) {
+            service.includes = includes
+        }
+        markDamaged(path, since: before)
+        if let value = object["characteristics"],
+            let elements = context.array(value, object.path("characteristics"))
+        {
+            service.characteristics = elements.enumerated().compactMap {
+                characteristic($1, object.path("characteristics") + "[\($0)]")
+            }
+        }
+        return service
+    }
+
+    mutating func characteristic(_ value: JSONValue, _ path: String) -> CharacteristicDefinition? {
+        let before = context.issues.count
+        guard let object = context.object(value, path, allowed: Self.characteristicKeys) else {
+            damaged.insert(path)
+            return nil
+        }
+        var result = CharacteristicDefinition(
+            id: identifier(object), uuid: Self.placeholderUUID, flags: [], sourcePath: path)
+        if let value = object.required("uuid", &context), let uuid = uuid(value, object.path("uuid")) {
+            result.uuid = uuid
+        }
+        if let value = object.required("flags", &context) {
+            result.flags = flags(value, object.path("flags"), CharacteristicFlag.self)
+        }
+        if let value = object["value"], let bytes = context.typedValue(value, object.path("value")) {
+            result.value = bytes
+        }
+        result.minLength = length(object, "minLength") ?? 0
+        result.maxLength = length(object, "maxLength") ?? Int(Self.maximumValueLength)
+        if let value = object["persist"] { result.persist = context.bool(value, object.path("persist")) }
+        if let value = object["update"] { result.update = update(value, object.path("update")) }
+        if let value = object["notifyIntervalMs"],
+            let interval = context.integer(value, object.path("notifyIntervalMs"), in: 0...3_600_000)
+        {
+            result.notifyIntervalMs = Int(interval)
+        }
+        if let value = object["onWrite"] { result.onWrite = writeHook(value, object.path("onWrite")) }
+        markDamaged(path, since: before)
+        if let value = object["descriptors"], let elements = context.array(value, object.path("descriptors")) {
+            result.descriptors = elements.enumerated().compactMap {
+                descriptor($1, object.path("descriptors") + "[\($0)]")
+            }
+        }
+        return result
+    }
+
+    mutating func descriptor(_ value: JSONValue, _ path: String) -> DescriptorDefinition? {
+        let before = context.issues.count
+        defer { markDamaged(path, since: before) }
+        guard let object = context.object(value, path, allowed: Self.descriptorKeys) else { return nil }
+        var result = DescriptorDefinition(id: identifier(object), uuid: Self.placeholderUUID, flags: [], sourcePath: path)
+        if let value = object.required("uuid", &context), let uuid = uuid(value, object.path("uuid")) {
+            result.uuid = uuid
+        }
+        if let value = object.required("flags", &context) {
+            result.flags = flags(value, object.path("flags"), DescriptorFlag.self)
+        }
+        if let value = object["value"], let bytes = context.typedValue(value, object.path("value")) {
+            result.value = bytes
+        }
+        result.minLength = length(object, "minLength") ?? 0
+        result.maxLength = length(object, "maxLength") ?? Int(Self.maximumValueLength)
+        return result
+    }
+
+    private mutating func length(_ object: ObjectReader, _ key: String) -> Int? {
+        guard let value = object[key] else { return nil }
+        return context.integer(value, object.path(key), in: 0...Self.maximumValueLength).map { Int($0) }
+    }
+
+    /// A non-empty list of known, distinct flags; unknown and repeated ones are reported
+    /// and left out.
+    mutating func flags<F: RawRepresentable & CaseIterable & Equatable>(
+        _ value: JSONValue, _ path: String, _: F.Type
+    ) -> [F] where F.RawValue == String {
+        guard let names = context.strings(value, path) else { return [] }
+        if names.isEmpty { context.error(path, "flags must not be empty") }
+        let known = F.allCases.map(\.rawValue)
+        var result: [F] = []
+        for (index, name) in names.enumerated() {
+            guard let flag = F(rawValue: name) else {
+                context.error("\(path)[\(index)]", "unknown flag \"\(name)\"" + EditDistance.hint(for: name, among: known))
+                continue
+            }
+            if result.contains(flag) {
+                context.error("\(path)[\(index)]", "duplicate flag \"\(name)\"")
+            } else {
+                result.append(flag)
+            }
+        }
+        return result
+    }
+}
