@@ -14,14 +14,18 @@ internal import Mainloop
 /// `GetManagedObjects` back on this connection before it answers `RegisterApplication`.
 public final class BlueZRegistrar {
     public enum State: Equatable, Sendable {
+        /// Before the first answer about `org.bluez`.
+        case starting
         case waitingForBlueZ
+        /// `org.bluez` is present; listing its adapters.
+        case discovering
         case waitingForAdapter(String?)
         case registering(adapter: String)
         case registered(adapter: String)
         case failed(adapter: String, reason: String)
     }
 
-    public private(set) var state: State = .waitingForBlueZ {
+    public private(set) var state: State = .starting {
         didSet { if state != oldValue { onStateChange?(state) } }
     }
     public var onStateChange: ((State) -> Void)?
@@ -92,10 +96,11 @@ public final class BlueZRegistrar {
             destination: BlueZNames.dbusService, path: ObjectPath(BlueZNames.dbusPath)!,
             interface: BlueZNames.dbusInterface, member: "GetNameOwner", arguments: [.string(BlueZNames.service)]
         ) { [unowned self] result in
-            if case .success(let reply) = result, let owner = (try? reply.arguments())?.first?.asString,
-                self.application.trustedSender == nil
-            {
+            guard self.state == .starting else { return }
+            if case .success(let reply) = result, let owner = (try? reply.arguments())?.first?.asString {
                 self.blueZAppeared(owner: owner)
+            } else {
+                self.state = .waitingForBlueZ
             }
         }
     }
@@ -109,12 +114,12 @@ public final class BlueZRegistrar {
         adapterPath = nil
         retryTimer?.cancel()
         logger.info("org.bluez is on the bus", metadata: ["bluez.owner": "\(owner)"])
-        state = .waitingForAdapter(preferredAdapter)
+        state = .discovering
         findAdapter()
     }
 
     private func blueZVanished() {
-        guard application.trustedSender != nil else { return }
+        guard application.trustedSender != nil || state == .starting else { return }
         generation += 1
         application.trustedSender = nil
         adapterPath = nil
@@ -256,6 +261,30 @@ public final class BlueZRegistrar {
                 self.logger.info("GATT application unregistered")
             }
             completion()
+        }
+    }
+}
+
+extension BlueZRegistrar.State {
+    /// True once gattd knows where it stands: serving, refused, or waiting for BlueZ or an
+    /// adapter. systemd's READY=1 waits for this, never for a pending answer.
+    public var isSettled: Bool {
+        switch self {
+        case .starting, .discovering, .registering: return false
+        case .waitingForBlueZ, .waitingForAdapter, .registered, .failed: return true
+        }
+    }
+
+    /// The words for systemd's STATUS= and `gattctl status`.
+    public var summary: String {
+        switch self {
+        case .starting: return "starting"
+        case .waitingForBlueZ: return "waiting for org.bluez"
+        case .discovering: return "looking for an adapter"
+        case .waitingForAdapter(let name): return "waiting for adapter \(name ?? "with GattManager1")"
+        case .registering(let adapter): return "registering on \(adapter)"
+        case .registered(let adapter): return "serving on \(adapter)"
+        case .failed(let adapter, let reason): return "bluetoothd refused the application on \(adapter): \(reason)"
         }
     }
 }

@@ -7,6 +7,7 @@ import DaemonCore
 import Glibc
 import Logging
 import Mainloop
+import SystemdKit
 
 /// Wires the modules together and runs the event loop until SIGTERM or SIGINT.
 final class Daemon {
@@ -17,7 +18,10 @@ final class Daemon {
     let registrar: BlueZRegistrar
     let logger: Logger
     var exitCode: Int32 = 0
+    let notifier = SystemdNotifier()
     private var signalWatches: [SignalWatch] = []
+    private var watchdogTimer: LoopTimer?
+    private var readySent = false
     private var stopping = false
 
     init(
@@ -34,10 +38,9 @@ final class Daemon {
     }
 
     static func run(configuration: Configuration, configPath: String, adapter: String?, logLevel: Logger.Level) -> Int32 {
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = logLevel
-            return handler
+        let backend = LoggingBootstrap.choose(environment: LoggingBootstrap.processEnvironment())
+        LoggingSystem.bootstrap { _ in
+            LoggingBootstrap.makeHandler(for: backend, identifier: "gattd", logLevel: logLevel)
         }
         var logger = Logger(label: "gattd")
         logger.logLevel = logLevel
@@ -74,6 +77,13 @@ final class Daemon {
         for signo in [SIGTERM, SIGINT] {
             signalWatches.append(loop.onSignal(signo) { [unowned self] in self.shutdown() })
         }
+        registrar.onStateChange = { [unowned self] state in self.stateChanged(state) }
+        if let interval = notifier.watchdogInterval {
+            // Pinged from the loop itself: a wedged loop stops the pings and systemd restarts us.
+            watchdogTimer = loop.timer(after: interval / 2, repeating: interval / 2) { [unowned self] in
+                self.notify { try self.notifier.watchdog() }
+            }
+        }
         connection.onDisconnected = { [unowned self] in
             self.logger.critical("lost the system bus connection")
             self.exitCode = 1
@@ -82,11 +92,31 @@ final class Daemon {
         registrar.start()
     }
 
+    private func stateChanged(_ state: BlueZRegistrar.State) {
+        let status: String
+        if case .registered(let adapter) = state {
+            status = "serving \(plural(application.serviceCount, "service")) on \(adapter)"
+        } else {
+            status = state.summary
+        }
+        if state.isSettled && !readySent {
+            readySent = true
+            notify { try self.notifier.ready(status: status) }
+        } else {
+            notify { try self.notifier.status(status) }
+        }
+    }
+
+    private func notify(_ send: () throws(SystemdError) -> Bool) {
+        do { _ = try send() } catch { logger.warning("sd_notify failed", metadata: ["error": "\(error)"]) }
+    }
+
     /// SIGTERM: unregister, then leave the loop; bounded so systemd never has to kill us.
     func shutdown() {
         guard !stopping else { return }
         stopping = true
         logger.info("stopping")
+        notify { try self.notifier.stopping() }
         let deadline = loop.timer(after: .milliseconds(1500)) { [unowned self] in
             self.logger.warning("unregistering took too long; exiting anyway")
             self.loop.stop()
