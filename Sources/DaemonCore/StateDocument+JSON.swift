@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: MIT
+
+internal import BLEModel
+
+extension StateDocument {
+    /// The document as UTF-8 JSON: keys in a fixed order, ids sorted, values as lowercase
+    /// hex, one entry per line, a trailing newline. The same document always gives the
+    /// same bytes.
+    public func encoded() -> [UInt8] {
+        var out = "{\n  \"version\": \(Self.currentVersion),\n"
+        out += "  \"characteristics\": " + Self.encodeValues(characteristics) + ",\n"
+        out += "  \"descriptors\": " + Self.encodeValues(descriptors) + ",\n"
+        out += "  \"sources\": "
+            + Self.encodeObject(sources) { "{\"counter\": \($0.counter)}" } + ",\n"
+        out += "  \"advertisements\": "
+            + Self.encodeObject(advertisements) { "{\"enabled\": \($0 ? "true" : "false")}" } + "\n"
+        out += "}\n"
+        return Array(out.utf8)
+    }
+
+    /// Reads a state file.
+    /// - Throws: `StateDecodingError` naming the JSON path at fault; `.futureVersion` when
+    ///   `version` is newer than this build reads.
+    public init(decoding bytes: [UInt8]) throws(StateDecodingError) {
+        let root: JSONValue
+        do {
+            root = try JSONParser.parse(bytes)
+        } catch {
+            throw StateDecodingError(.syntax, path: "", message: error.description)
+        }
+        let top = try StateShape.object(root, path: "")
+        try StateShape.onlyKeys(top, ["version", "characteristics", "descriptors", "sources", "advertisements"], path: "")
+        guard let versionValue = root["version"] else {
+            throw StateDecodingError(.shape, path: "version", message: "missing")
+        }
+        let version = try StateShape.integer(versionValue, path: "version")
+        if version > Int64(Self.currentVersion) {
+            throw StateDecodingError(
+                .futureVersion(version), path: "version",
+                message: "version \(version) is newer than this gattd reads (\(Self.currentVersion))")
+        }
+        guard version == Int64(Self.currentVersion) else {
+            throw StateDecodingError(.shape, path: "version", message: "unsupported version \(version)")
+        }
+        self.init()
+        characteristics = try Self.decodeValues(root["characteristics"], path: "characteristics")
+        descriptors = try Self.decodeValues(root["descriptors"], path: "descriptors")
+        sources = try StateShape.entries(root["sources"], path: "sources") { value, path throws(StateDecodingError) in
+            let members = try StateShape.object(value, path: path)
+            try StateShape.onlyKeys(members, ["counter"], path: path)
+            return SavedSource(counter: try StateShape.integer(StateShape.required(value, "counter", path), path: path + ".counter"))
+        }
+        advertisements = try StateShape.entries(root["advertisements"], path: "advertisements") {
+            value, path throws(StateDecodingError) in
+            let members = try StateShape.object(value, path: path)
+            try StateShape.onlyKeys(members, ["enabled"], path: path)
+            let enabled = try StateShape.required(value, "enabled", path)
+            guard case .bool(let flag) = enabled.kind else {
+                throw StateDecodingError(.shape, path: path + ".enabled", message: "expected a boolean, found \(enabled.typeName)")
+            }
+            return flag
+        }
+    }
+
+    private static func decodeValues(_ value: JSONValue?, path: String) throws(StateDecodingError) -> [String: SavedValue] {
+        try StateShape.entries(value, path: path) { entry, path throws(StateDecodingError) in
+            let members = try StateShape.object(entry, path: path)
+            try StateShape.onlyKeys(members, ["uuid", "value", "minLength", "maxLength"], path: path)
+            let uuidText = try StateShape.string(StateShape.required(entry, "uuid", path), path: path + ".uuid")
+            guard let uuid = BluetoothUUID(uuidText) else {
+                throw StateDecodingError(.shape, path: path + ".uuid", message: "invalid UUID \"\(uuidText)\"")
+            }
+            let hex = try StateShape.string(StateShape.required(entry, "value", path), path: path + ".value")
+            let bytes = try StateShape.hexBytes(hex, path: path + ".value")
+            let minLength = try StateShape.length(StateShape.required(entry, "minLength", path), path: path + ".minLength")
+            let maxLength = try StateShape.length(StateShape.required(entry, "maxLength", path), path: path + ".maxLength")
+            return SavedValue(uuid: uuid, value: bytes, minLength: minLength, maxLength: maxLength)
+        }
+    }
+
+    private static func encodeValues(_ values: [String: SavedValue]) -> String {
+        encodeObject(values) { saved in
+            "{\"uuid\": \"\(saved.uuid)\", \"value\": \"\(lowercaseHex(saved.value))\", "
+                + "\"minLength\": \(saved.minLength), \"maxLength\": \(saved.maxLength)}"
+        }
+    }
+
+    private static func encodeObject<Entry>(_ entries: [String: Entry], _ encode: (Entry) -> String) -> String {
+        guard !entries.isEmpty else { return "{}" }
+        let lines = entries.keys.sorted().map { key in
+            "    " + jsonString(key) + ": " + encode(entries[key]!)
+        }
+        return "{\n" + lines.joined(separator: ",\n") + "\n  }"
+    }
+}
+
+private func lowercaseHex(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef")
+    var text = ""
+    text.reserveCapacity(bytes.count * 2)
+    for byte in bytes {
+        text.append(digits[Int(byte >> 4)])
+        text.append(digits[Int(byte & 0x0F)])
+    }
+    return text
+}
+
+/// A JSON string literal: quotes, backslashes and control characters escaped.
+private func jsonString(_ text: String) -> String {
+    var out = "\""
+    for scalar in text.unicodeScalars {
+        switch scalar {
+        case "\"": out += "\\\""
+        case "\\": out += "\\\\"
+        case "\n": out += "\\n"
+        case "\t": out += "\\t"
+        case "\r": out += "\\r"
+        default:
+            if scalar.value < 0x20 {
+                let digits = Array("0123456789abcdef")
+                out += "\\u00" + String(digits[Int(scalar.value >> 4)]) + String(digits[Int(scalar.value & 0xF)])
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+    }
+    return out + "\""
+}

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+
+public import BLEModel
+
+/// Everything gattd keeps across restarts, as it is written to `state.json`.
+///
+/// Version 1 holds the values of persistent characteristics and descriptors (each with the
+/// UUID and length bounds it had when saved, so a changed definition can be detected),
+/// value-source state such as counters, and each advertisement's on/off state. Keys are
+/// the ids from the service definition. A version-1 reader accepts exactly the version-1
+/// shape: anything added later bumps `version`.
+public struct StateDocument: Sendable, Equatable {
+    /// The version this build writes and the newest it reads.
+    public static let currentVersion = 1
+
+    /// One saved attribute value and enough of its definition to know whether it still fits.
+    public struct SavedValue: Sendable, Equatable {
+        public var uuid: BluetoothUUID
+        public var value: [UInt8]
+        public var minLength: Int
+        public var maxLength: Int
+
+        public init(uuid: BluetoothUUID, value: [UInt8], minLength: Int, maxLength: Int) {
+            self.uuid = uuid
+            self.value = value
+            self.minLength = minLength
+            self.maxLength = maxLength
+        }
+    }
+
+    /// The state of one value source (issue "live values").
+    public struct SavedSource: Sendable, Equatable {
+        public var counter: Int64
+
+        public init(counter: Int64) {
+            self.counter = counter
+        }
+    }
+
+    /// Characteristic id -> saved value.
+    public var characteristics: [String: SavedValue]
+    /// Descriptor id -> saved value.
+    public var descriptors: [String: SavedValue]
+    /// Value source id (the characteristic it updates) -> its state.
+    public var sources: [String: SavedSource]
+    /// Advertisement id -> whether it was enabled.
+    public var advertisements: [String: Bool]
+
+    public init(
+        characteristics: [String: SavedValue] = [:], descriptors: [String: SavedValue] = [:],
+        sources: [String: SavedSource] = [:], advertisements: [String: Bool] = [:]
+    ) {
+        self.characteristics = characteristics
+        self.descriptors = descriptors
+        self.sources = sources
+        self.advertisements = advertisements
+    }
+}
