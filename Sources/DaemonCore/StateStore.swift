@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: MIT
+
+import Glibc
+
+/// `state.json` in gattd's state directory, written atomically and durably.
+///
+/// `save` writes a new temporary file in the same directory (`O_EXCL`, mode 0600), writes
+/// all of it, fsyncs it, renames it over `state.json` and fsyncs the directory, so after a
+/// crash or power cut the file is either the old document or the new one, never a mix.
+/// `load` never fails: a file that cannot be used is moved aside as
+/// `state.json.damaged-<UTC time>` (the newest `keptDamagedFiles` are kept) and the
+/// result says why. One gattd owns a directory; leftover temporary files of a killed
+/// predecessor are removed by `load`.
+public final class StateStore: StateStorage {
+    public static let fileName = "state.json"
+    static let temporaryPrefix = "state.json.tmp-"
+    static let damagedPrefix = "state.json.damaged-"
+    /// How many moved-aside files are kept; older ones are deleted.
+    public static let keptDamagedFiles = 3
+    /// A larger file is treated as damaged (a real one is a few kB).
+    public static let maximumSize = 16 << 20
+
+    public let directory: String
+    private var temporaryCounter = 0
+
+    public init(directory: String) {
+        self.directory = directory
+    }
+
+    /// `$STATE_DIRECTORY` (its first entry when systemd lists several, ':'-separated), else
+    /// `--state-dir`, else `/var/lib/gattd`.
+    public static func resolveDirectory(environment: String?, option: String?) -> String {
+        if let environment, let first = environment.split(separator: ":").first, !first.isEmpty {
+            return String(first)
+        }
+        if let option, !option.isEmpty { return option }
+        return "/var/lib/gattd"
+    }
+
+    public var path: String { directory + "/" + Self.fileName }
+
+    /// Creates the directory (and missing parents, mode 0700) unless it exists.
+    public func prepareDirectory() throws(StateStoreError) {
+        var partial = directory.hasPrefix("/") ? "" : "."
+        for component in directory.split(separator: "/") {
+            partial += "/" + component
+            if mkdir(partial, 0o700) != 0 && errno != EEXIST {
+                throw StateStoreError(operation: "create directory", path: partial, code: errno)
+            }
+        }
+    }
+
+    // MARK: - Save
+
+    public func save(_ document: StateDocument) throws(StateStoreError) {
+        try write(document.encoded())
+    }
+
+    /// The atomic replace of `state.json` with `bytes`.
+    func write(_ bytes: [UInt8]) throws(StateStoreError) {
+        let (descriptor, temporary) = try createTemporary()
+        do throws(StateStoreError) {
+            try writeAll(bytes, to: descriptor, path: temporary)
+            guard fsync(descriptor) == 0 else { throw StateStoreError(operation: "fsync", path: temporary, code: errno) }
+        } catch {
+            close(descriptor)
+            unlink(temporary)
+            throw error
+        }
+        guard close(descriptor) == 0 else {
+            let code = errno
+            unlink(temporary)
+            throw StateStoreError(operation: "close", path: temporary, code: code)
+        }
+        guard rename(temporary, path) == 0 else {
+            let code = errno
+            unlink(temporary)
+            throw StateStoreError(operation: "rename", path: temporary, code: code)
+        }
+        try syncDirectory()
+    }
+
+    private func createTemporary() throws(StateStoreError) -> (Int32, String) {
+        while true {
+            let temporary = directory + "/" + Self.temporaryPrefix + "\(getpid())-\(temporaryCounter)"
+            temporaryCounter += 1
+            let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            if descriptor >= 0 { return (descriptor, temporary) }
+            let code = errno
+            if code == EINTR || code == EEXIST { continue }
+            throw StateStoreError(operation: "open", path: temporary, code: code)
+        }
+    }
+
+    private func writeAll(_ bytes: [UInt8], to descriptor: Int32, path: String) throws(StateStoreError) {
+        var written = 0
+        while written < bytes.count {
+            let result = bytes.withUnsafeBytes { buffer in
+                Glibc.write(descriptor, buffer.baseAddress! + written, buffer.count - written)
+            }
+            if result < 0 {
+                if errno == EINTR { continue }
+                throw StateStoreError(operation: "write", path: path, code: errno)
+            }
+            written += result
+        }
+    }
+
+    private func syncDirectory() throws(StateStoreError) {
+        let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw StateStoreError(operation: "open", path: directory, code: errno) }
+        defer { close(descriptor) }
+        // EINVAL: the file system cannot sync directories; the rename is as durable as it gets.
+        if fsync(descriptor) != 0 && errno != EINVAL {
+            throw StateStoreError(operation: "fsync directory", path: directory, code: errno)
+        }
+    }
+
+    // MARK: - Load
+
+    /// Reads `state.json`, moving it aside when it cannot be used.
+    public func load() -> StateLoadResult {
+        removeLeftoverTemporaries()
+        let bytes: [UInt8]
+        switch readFile() {
+        case .success(nil):
+            return .fresh
+        case .success(let contents?):
+            bytes = contents
+        case .failure(let reason):
+            return .damaged(reason: reason.text, movedTo: moveAside())
+        }
+        do {
+            return .loaded(try StateDocument(decoding: bytes))
+        } catch {
+            let reason: String
+            switch error.kind {
+            case .syntax: reason = bytes.isEmpty ? "empty (truncated)" : "truncated or corrupt: \(error)"
+            case .shape: reason = "not a gattd state file: \(error)"
+            case .futureVersion: reason = "written by a newer gattd: \(error)"
+            }
+            return .damaged(reason: reason, movedTo: moveAside())
+        }
+    }
+
+    private struct Unreadable: Error {
+        let text: String
+    }
+
+    /// The file's bytes, nil when it does not exist.
+    private func readFile() -> Result<[UInt8]?, Unreadable> {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        if descriptor < 0 {
+            let code = errno
+            if code == ENOENT { return .success(nil) }
+            return .failure(Unreadable(text: "unreadable: \(String(cString: strerror(code)))"))
+        }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else {
+            return .failure(Unreadable(text: "unreadable: \(String(cString: strerror(errno)))"))
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else { return .failure(Unreadable(text: "unreadable: not a regular file")) }
+        guard info.st_size <= Self.maximumSize else {
+            return .failure(Unreadable(text: "unreadable: \(info.st_size) bytes is larger than \(Self.maximumSize)"))
+        }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress!, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return .failure(Unreadable(text: "unreadable: \(String(cString: strerror(errno)))"))
+            }
+            if count == 0 { return .success(bytes) }
+            bytes.append(contentsOf: chunk[..<count])
+            if bytes.count > Self.maximumSize {
+                return .failure(Unreadable(text: "unreadable: larger than \(Self.maximumSize) bytes"))
+            }
+        }
+    }
+
+    /// Renames `state.json` to a fresh `state.json.damaged-<time>` name and prunes old ones.
+    private func moveAside() -> String? {
+        let stamp = Self.utcStamp()
+        var candidate = directory + "/" + Self.damagedPrefix + stamp
+        var suffix = 1
+        var info = stat()
+        while lstat(candidate, &info) == 0 {
+            candidate = directory + "/" + Self.damagedPrefix + stamp + ".\(suffix)"
+            suffix += 1
+        }
+        guard rename(path, candidate) == 0 else { return nil }
+        _ = try? syncDirectory()
+        pruneDamaged()
+        return candidate
+    }
+
+    private func pruneDamaged() {
+        let names = entries(withPrefix: Self.damagedPrefix).sorted { lhs, rhs in
+            // Same-second duplicates carry ".N"; order them numerically after the plain name.
+            Self.damagedSortKey(lhs) < Self.damagedSortKey(rhs)
+        }
+        for name in names.dropLast(Self.keptDamagedFiles) {
+            let full = directory + "/" + name
+            if unlink(full) != 0 { rmdir(full) }
+        }
+    }
+
+    private static func damagedSortKey(_ name: String) -> String {
+        let tail = name.dropFirst(damagedPrefix.count)
+        guard let dot = tail.firstIndex(of: "."), let number = Int(tail[tail.index(after: dot)...]) else {
+            return String(tail) + ".000000"
+        }
+        let digits = String(number)
+        return String(tail[..<dot]) + "." + String(repeating: "0", count: max(0, 6 - digits.count)) + digits
+    }
+
+    private func removeLeftoverTemporaries() {
+        for name in entries(withPrefix: Self.temporaryPrefix) {
+            unlink(directory + "/" + name)
+        }
+    }
+
+    private func entries(withPrefix prefix: String) -> [String] {
+        guard let handle = opendir(directory) else { return [] }
+        defer { closedir(handle) }
+        var names: [String] = []
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+            }
+            if name.hasPrefix(prefix) { names.append(name) }
+        }
+        return names
+    }
+
+    /// `20250314T101500Z`.
+    static func utcStamp() -> String {
+        var now = time(nil)
+        var parts = tm()
+        gmtime_r(&now, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(parts.tm_year + 1900)\(two(parts.tm_mon + 1))\(two(parts.tm_mday))T"
+            + "\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))Z"
+    }
+}
