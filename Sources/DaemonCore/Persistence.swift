@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: MIT
+
+public import BLEModel
+public import Logging
+
+/// The persistence policy: what is saved, when, and what a write's reply waits for.
+///
+/// Lives on the loop thread, like the database.
+///
+/// - **What.** A characteristic persists when its definition says `"persist"`, else when a
+///   central or the control API can write it (a write flag). A descriptor persists when
+///   it has a write flag and its characteristic is not `"persist": false`. Value-source
+///   counters and advertisement on/off states persist always.
+/// - **Acknowledged means durable.** `commit(afterWriteTo:reply:)` holds the reply of a
+///   write to a persistent attribute until the document containing it has been saved.
+///   All commits of one loop iteration share one save (one fsync). When the save fails,
+///   every waiting reply gets the error and each attribute they wrote goes back to its
+///   last saved value (origin `.restored`), so no write is acknowledged and then lost,
+///   and none is refused and then kept. Between the write and the end of the iteration a
+///   read or a notification can show the not yet durable value.
+/// - **Timer values** (origin `.timer`) and counters are saved at most `timerSaveDelay`
+///   after the first unsaved change, by one pending timer, not on every tick.
+/// - A flush whose document equals the last saved one writes nothing.
+public final class Persistence {
+    public typealias Reply = (Result<Void, StateStoreError>) -> Void
+
+    /// Upper bound on how long a timer-produced value or counter stays unsaved.
+    public let timerSaveDelay: Duration
+    /// Number of documents written so far (one per flush that had something new).
+    public private(set) var saveCount = 0
+
+    private let database: AttributeDatabase
+    private let storage: any StateStorage
+    private let scheduling: PersistenceScheduling
+    private let logger: Logger
+    private let persistentIDs: Set<String>
+    private let updatedIDs: Set<String>
+    private let advertisementIDs: Set<String>
+    /// The document on disk, as far as this process knows.
+    private var saved = StateDocument()
+    private var counters: [String: Int64] = [:]
+    private var advertisementStates: [String: Bool] = [:]
+    private var waiting: [(id: String?, reply: Reply)] = []
+    private var flushScheduled = false
+    private var delayedSaveScheduled = false
+    private var failing = false
+
+    public init(
+        configuration: Configuration, database: AttributeDatabase, storage: any StateStorage,
+        scheduling: PersistenceScheduling, timerSaveDelay: Duration = .seconds(1),
+        logger: Logger = Logger(label: "gattd.state")
+    ) {
+        self.database = database
+        self.storage = storage
+        self.scheduling = scheduling
+        self.timerSaveDelay = timerSaveDelay
+        self.logger = logger
+        persistentIDs = Self.persistentIDs(configuration)
+        updatedIDs = Set(configuration.services.flatMap(\.characteristics).filter { $0.update != nil }.map(\.id))
+        advertisementIDs = Set(configuration.advertisements.map(\.id))
+        saved = makeDocument()
+        database.observeChanges { [weak self] attribute, origin in self?.valueChanged(attribute, origin) }
+    }
+
+    /// The ids of the attributes whose values are saved.
+    public static func persistentIDs(_ configuration: Configuration) -> Set<String> {
+        var ids: Set<String> = []
+        for characteristic in configuration.services.flatMap(\.characteristics) {
+            if characteristic.persist ?? AttributeAccess(characteristic.flags).isWritable {
+                ids.insert(characteristic.id)
+            }
+            guard characteristic.persist != false else { continue }
+            for descriptor in characteristic.descriptors where AttributeAccess(descriptor.flags).isWritable {
+                ids.insert(descriptor.id)
+            }
+        }
+        return ids
+    }
+
+    public func persists(_ attribute: Attribute) -> Bool { persistentIDs.contains(attribute.id) }
+
+    // MARK: - Restore
+
+    /// Applies what `StateStore.load()` found, before the application is registered.
+    ///
+    /// Saved values that no longer fit (attribute removed or no longer persistent, other
+    /// kind, UUID changed, length outside the current bounds) are dropped and logged with
+    /// their id and reason; the others are set with origin `.restored`. Counters of
+    /// characteristics without an `update` and states of unknown advertisements are
+    /// dropped the same way.
+    @discardableResult
+    public func restore(from result: StateLoadResult) -> [DroppedValue] {
+        let document: StateDocument
+        switch result {
+        case .fresh:
+            logger.info("no saved state; starting from the definition's values")
+            return []
+        case .damaged(let reason, let movedTo):
+            logger.error(
+                "the state file is damaged; starting from the definition's values",
+                metadata: ["reason": "\(reason)", "moved.to": "\(movedTo ?? "(could not move it)")"])
+            return []
+        case .loaded(let loaded):
+            document = loaded
+        }
+        var dropped: [DroppedValue] = []
+        var restored = 0
+        for (id, value) in document.characteristics.sorted(by: { $0.key < $1.key }) {
+            if let reason = apply(value, to: id, asCharacteristic: true) {
+                dropped.append(DroppedValue(id: id, reason: reason))
+            } else {
+                restored += 1
+            }
+        }
+        for (id, value) in document.descriptors.sorted(by: { $0.key < $1.key }) {
+            if let reason = apply(value, to: id, asCharacteristic: false) {
+                dropped.append(DroppedValue(id: id, reason: reason))
+            } else {
+                restored += 1
+            }
+        }
+        for (id, source) in document.sources.sorted(by: { $0.key < $1.key }) {
+            if updatedIDs.contains(id) {
+                counters[id] = source.counter
+            } else {
+                dropped.append(DroppedValue(id: id, reason: "no longer has a value source"))
+            }
+        }
+        for (id, enabled) in document.advertisements.sorted(by: { $0.key < $1.key }) {
+            if advertisementIDs.contains(id) {
+                advertisementStates[id] = enabled
+            } else {
+                dropped.append(DroppedValue(id: id, reason: "no longer defined"))
+            }
+        }
+        for drop in dropped {
+            logger.warning("dropped a saved value", metadata: ["gatt.id": "\(drop.id)", "reason": "\(drop.reason)"])
+        }
+        logger.info("restored saved state", metadata: ["values": "\(restored)", "dropped": "\(dropped.count)"])
+        saved = makeDocument()
+        return dropped
+    }
+
+    /// nil when applied, else why not.
+    private func apply(_ value: StateDocument.SavedValue, to id: String, asCharacteristic: Bool) -> String? {
+        guard let attribute = database[id] else { return "no longer defined" }
+        guard attribute.isCharacteristic == asCharacteristic else {
+            return "is now a \(attribute.isCharacteristic ? "characteristic" : "descriptor")"
+        }
+        guard persists(attribute) else { return "no longer persistent" }
+        guard attribute.uuid == value.uuid else {
+            return "UUID changed from \(value.uuid.shortForm) to \(attribute.uuid.shortForm)"
+        }
+        guard (attribute.minLength...attribute.maxLength).contains(value.value.count) else {
+            return "length \(value.value.count) is outside \(attribute.minLength)...\(attribute.maxLength)"
+        }
+        database.set(attribute, to: value.value, origin: .restored)
+        return nil
+    }
+
+    // MARK: - Writes
+
+    /// Calls `reply` once the value `attribute` has now is durable: after the flush at the
+    /// end of this loop iteration, or at once when the attribute does not persist. On
+    /// failure the attribute is back at its last saved value when `reply` runs.
+    public func commit(afterWriteTo attribute: Attribute, reply: @escaping Reply) {
+        guard persists(attribute) else {
+            reply(.success(()))
+            return
+        }
+        waiting.append((attribute.id, reply))
+        scheduleFlush()
+    }
+
+    // MARK: - Owners of counters and advertisements
+
+    /// The counter of the value source that updates characteristic `id`, as restored or
+    /// last recorded; nil when there is none.
+    public func savedCounter(id: String) -> Int64? { counters[id] }
+
+    /// Records a counter; saved within `timerSaveDelay`.
+    public func recordCounter(_ value: Int64, id: String) {
+        guard counters[id] != value else { return }
+        counters[id] = value
+        scheduleDelayedSave()
+    }
+
+    /// Whether advertisement `id` was on, as restored or last recorded; nil when unknown.
+    public func savedAdvertisementEnabled(id: String) -> Bool? { advertisementStates[id] }
+
+    /// Records an advertisement's on/off state; saved at the end of this iteration, and
+    /// `reply` (if any) waits for that save as a write's reply does. A failed save puts
+    /// the recorded state back.
+    public func recordAdvertisementEnabled(_ enabled: Bool, id: String, reply: Reply? = nil) {
+        advertisementStates[id] = enabled
+        waiting.append((nil, { [weak self] result in
+            if case .failure = result, let self { self.advertisementStates[id] = self.saved.advertisements[id] }
+            reply?(result)
+        }))
+        scheduleFlush()
+    }
+
+    // MARK: - Flushing
+
+    /// Saves now if anything is unsaved and completes every waiting reply (SIGTERM).
+    @discardableResult
+    public func flushNow() -> Result<Void, StateStoreError> {
+        flush()
+    }
+
+    private func valueChanged(_ attribute: Attribute, _ origin: ValueChangeOrigin) {
+        guard persists(attribute) else { return }
+        switch origin {
+        case .central, .control:
+            // Normally covered by a commit; this also saves writes nobody waits for
+            // (write-without-response).
+            scheduleFlush()
+        case .timer:
+            scheduleDelayedSave()
+        case .restored:
+            break
+        }
+    }
+
+    private func scheduleFlush() {
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        scheduling.afterIteration { [weak self] in
+            guard let self else { return }
+            self.flushScheduled = false
+            self.flush()
+        }
+    }
+
+    private func scheduleDelayedSave() {
+        guard !delayedSaveScheduled else { return }
+        delayedSaveScheduled = true
+        scheduling.after(timerSaveDelay) { [weak self] in
+            guard let self else { return }
+            self.delayedSaveScheduled = false
+            self.flush()
+        }
+    }
+
+    @discardableResult
+    private func flush() -> Result<Void, StateStoreError> {
+        let document = makeDocument()
+        let replies = waiting
+        waiting = []
+        let result: Result<Void, StateStoreError>
+        if document == saved {
+            result = .success(())
+        } else {
+            do {
+                try storage.save(document)
+                saved = document
+                saveCount += 1
+                if failing {
+                    failing = false
+                    logger.notice("the state is saved again")
+                }
+                result = .success(())
+            } catch {
+                result = .failure(error)
+                refuse(replies, error)
+            }
+        }
+        for waiter in replies { waiter.reply(result) }
+        return result
+    }
+
+    /// Rolls the written attributes back to their saved values and schedules a retry for
+    /// anything else unsaved.
+    private func refuse(_ replies: [(id: String?, reply: Reply)], _ error: StateStoreError) {
+        var rolledBack: Set<String> = []
+        for case let id? in replies.map(\.id) where rolledBack.insert(id).inserted {
+            guard let attribute = database[id] else { continue }
+            let previous = attribute.isCharacteristic ? saved.characteristics[id] : saved.descriptors[id]
+            if let previous { database.set(attribute, to: previous.value, origin: .restored) }
+        }
+        if !replies.isEmpty {
+            logger.error(
+                "cannot save the state; refused the writes waiting for it",
+                metadata: ["error": "\(error)", "writes": "\(replies.count)", "gatt.ids": "\(rolledBack.sorted())"])
+        } else if !failing {
+            logger.error("cannot save the state; will retry", metadata: ["error": "\(error)"])
+        }
+        failing = true
+        if makeDocument() != saved { scheduleDelayedSave() }
+    }
+
+    private func makeDocument() -> StateDocument {
+        var document = StateDocument()
+        for attribute in database.attributes where persistentIDs.contains(attribute.id) {
+            let value = StateDocument.SavedValue(
+                uuid: attribute.uuid, value: attribute.value, minLength: attribute.minLength,
+                maxLength: attribute.maxLength)
+            if attribute.isCharacteristic {
+                document.characteristics[attribute.id] = value
+            } else {
+                document.descriptors[attribute.id] = value
+            }
+        }
+        document.sources = counters.mapValues { StateDocument.SavedSource(counter: $0) }
+        document.advertisements = advertisementStates
+        return document
+    }
+}
