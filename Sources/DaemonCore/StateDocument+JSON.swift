@@ -29,7 +29,6 @@ extension StateDocument {
             throw StateDecodingError(.syntax, path: "", message: error.description)
         }
         let top = try StateShape.object(root, path: "")
-        try StateShape.onlyKeys(top, ["version", "characteristics", "descriptors", "sources", "advertisements"], path: "")
         guard let versionValue = root["version"] else {
             throw StateDecodingError(.shape, path: "version", message: "missing")
         }
@@ -42,6 +41,7 @@ extension StateDocument {
         guard version == Int64(Self.currentVersion) else {
             throw StateDecodingError(.shape, path: "version", message: "unsupported version \(version)")
         }
+        try StateShape.onlyKeys(top, ["version", "characteristics", "descriptors", "sources", "advertisements"], path: "")
         self.init()
         characteristics = try Self.decodeValues(root["characteristics"], path: "characteristics")
         descriptors = try Self.decodeValues(root["descriptors"], path: "descriptors")

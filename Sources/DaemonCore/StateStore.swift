@@ -8,7 +8,7 @@ import Glibc
 /// all of it, fsyncs it, renames it over `state.json` and fsyncs the directory, so after a
 /// crash or power cut the file is either the old document or the new one, never a mix.
 /// `load` never fails: a file that cannot be used is moved aside as
-/// `state.json.damaged-<UTC time>` (the newest `keptDamagedFiles` are kept) and the
+/// `state.json.damaged-<UTC time>-<n>` (the newest `keptDamagedFiles` are kept) and the
 /// result says why. One gattd owns a directory; leftover temporary files of a killed
 /// predecessor are removed by `load`.
 public final class StateStore: StateStorage {
@@ -180,16 +180,13 @@ public final class StateStore: StateStorage {
         }
     }
 
-    /// Renames `state.json` to a fresh `state.json.damaged-<time>` name and prunes old ones.
+    /// Renames `state.json` to `state.json.damaged-<UTC time>-<n>` and prunes old ones.
+    /// `n` is one more than the largest already there, so names never repeat and the
+    /// newest files are the ones with the largest `n`, whatever the clock did.
     private func moveAside() -> String? {
-        let stamp = Self.utcStamp()
-        var candidate = directory + "/" + Self.damagedPrefix + stamp
-        var suffix = 1
-        var info = stat()
-        while lstat(candidate, &info) == 0 {
-            candidate = directory + "/" + Self.damagedPrefix + stamp + ".\(suffix)"
-            suffix += 1
-        }
+        let existing = entries(withPrefix: Self.damagedPrefix)
+        let next = (existing.compactMap(Self.damagedSequence).max() ?? 0) + 1
+        let candidate = directory + "/" + Self.damagedPrefix + Self.utcStamp() + "-\(next)"
         guard rename(path, candidate) == 0 else { return nil }
         _ = try? syncDirectory()
         pruneDamaged()
@@ -197,9 +194,8 @@ public final class StateStore: StateStorage {
     }
 
     private func pruneDamaged() {
-        let names = entries(withPrefix: Self.damagedPrefix).sorted { lhs, rhs in
-            // Same-second duplicates carry ".N"; order them numerically after the plain name.
-            Self.damagedSortKey(lhs) < Self.damagedSortKey(rhs)
+        let names = entries(withPrefix: Self.damagedPrefix).sorted {
+            (Self.damagedSequence($0) ?? 0) < (Self.damagedSequence($1) ?? 0)
         }
         for name in names.dropLast(Self.keptDamagedFiles) {
             let full = directory + "/" + name
@@ -207,13 +203,10 @@ public final class StateStore: StateStorage {
         }
     }
 
-    private static func damagedSortKey(_ name: String) -> String {
-        let tail = name.dropFirst(damagedPrefix.count)
-        guard let dot = tail.firstIndex(of: "."), let number = Int(tail[tail.index(after: dot)...]) else {
-            return String(tail) + ".000000"
-        }
-        let digits = String(number)
-        return String(tail[..<dot]) + "." + String(repeating: "0", count: max(0, 6 - digits.count)) + digits
+    /// The `n` of `state.json.damaged-<time>-<n>`.
+    private static func damagedSequence(_ name: String) -> Int? {
+        guard let dash = name.lastIndex(of: "-") else { return nil }
+        return Int(name[name.index(after: dash)...])
     }
 
     private func removeLeftoverTemporaries() {
