@@ -91,7 +91,9 @@ let package = Package(
         ),
         .testTarget(
             name: "DaemonCoreTests",
-            dependencies: ["DaemonCore", "BLEModel", "Mainloop", "TestSupport"],
+            dependencies: [
+                "DaemonCore", "BLEModel", "Mainloop", "TestSupport", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(
