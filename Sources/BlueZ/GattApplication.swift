@@ -42,6 +42,12 @@ public final class GattApplication {
         set { requests.trustedSender = newValue }
     }
 
+    /// Where writes wait to be durable before they are acknowledged; nil: reply at once.
+    public var persistence: Persistence? {
+        get { requests.persistence }
+        set { requests.persistence = newValue }
+    }
+
     public var serviceCount: Int { services.count }
 
     private func build(_ configuration: Configuration) throws(DBusError) {

@@ -17,6 +17,9 @@ final class GattRequestHandler {
     let logger: Logger
     /// The unique bus name of the current `org.bluez` owner, nil while BlueZ is absent.
     var trustedSender: String?
+    /// When set, a write's reply waits until its value is on disk; a failed save answers
+    /// 0x0E Unlikely Error (the value is rolled back, so the central's view is consistent).
+    var persistence: Persistence?
 
     init(database: AttributeDatabase, logger: Logger) {
         self.database = database
@@ -96,7 +99,23 @@ final class GattRequestHandler {
                     "gatt.id": "\(attribute.id)", "device": "\(options.device ?? "")",
                     "offset": "\(options.offset)", "length": "\(bytes.count)",
                 ])
-            call.reply()
+            guard let persistence, !options.prepareAuthorize else {
+                call.reply()
+                return
+            }
+            persistence.commit(afterWriteTo: attribute) { [logger] saved in
+                switch saved {
+                case .success:
+                    call.reply()
+                case .failure(let error):
+                    // 0x0E rather than an application code: 0x80-0x9F belong to the
+                    // profile, and "unlikely" is what a central can make sense of.
+                    logger.warning(
+                        "write refused: its value could not be saved",
+                        metadata: ["gatt.id": "\(attribute.id)", "error": "\(error)"])
+                    call.fail(GATTError.unlikely.bluezError)
+                }
+            }
         case .failure(let error):
             logFailure("write", attribute, options, error)
             call.fail(error.bluezError)

@@ -14,6 +14,7 @@ final class Daemon {
     let loop: EventLoop
     let connection: BusConnection
     let database: AttributeDatabase
+    let persistence: Persistence
     let application: GattApplication
     let registrar: BlueZRegistrar
     let logger: Logger
@@ -25,19 +26,51 @@ final class Daemon {
     private var stopping = false
 
     init(
-        configuration: Configuration, adapter: String?, loop: EventLoop, connection: BusConnection, logger: Logger
+        configuration: Configuration, adapter: String?, stateDirectory: String, loop: EventLoop,
+        connection: BusConnection, logger: Logger
     ) throws(DBusError) {
         self.loop = loop
         self.connection = connection
         self.logger = logger
         database = AttributeDatabase(configuration: configuration)
+        persistence = Self.restoreState(
+            configuration: configuration, database: database, directory: stateDirectory, loop: loop, logger: logger)
         application = try GattApplication(
             configuration: configuration, database: database, connection: connection, logger: logger)
+        application.persistence = persistence
         registrar = BlueZRegistrar(
             connection: connection, application: application, preferredAdapter: adapter, loop: loop, logger: logger)
     }
 
-    static func run(configuration: Configuration, configPath: String, adapter: String?, logLevel: Logger.Level) -> Int32 {
+    /// Loads the saved state into `database` before anything is exported, so the first
+    /// read after a restart returns the last acknowledged value.
+    private static func restoreState(
+        configuration: Configuration, database: AttributeDatabase, directory: String, loop: EventLoop, logger: Logger
+    ) -> Persistence {
+        let store = StateStore(directory: directory)
+        do throws(StateStoreError) {
+            try store.prepareDirectory()
+        } catch {
+            logger.error(
+                "cannot create the state directory; writes to persistent values will be refused",
+                metadata: ["error": "\(error)"])
+        }
+        // Persistence keeps at most one delayed save pending; its timer lives here.
+        let pending = TimerSlot()
+        let scheduling = PersistenceScheduling(
+            afterIteration: { loop.afterIteration($0) },
+            after: { delay, job in pending.timer = loop.timer(after: delay, job) })
+        let persistence = Persistence(
+            configuration: configuration, database: database, storage: store, scheduling: scheduling, logger: logger)
+        logger.info("state", metadata: ["path": "\(store.path)"])
+        persistence.restore(from: store.load())
+        return persistence
+    }
+
+    static func run(
+        configuration: Configuration, configPath: String, adapter: String?, stateDirectory: String,
+        logLevel: Logger.Level
+    ) -> Int32 {
         let backend = LoggingBootstrap.choose(environment: LoggingBootstrap.processEnvironment())
         LoggingSystem.bootstrap { _ in
             LoggingBootstrap.makeHandler(for: backend, identifier: "gattd", logLevel: logLevel)
@@ -63,7 +96,8 @@ final class Daemon {
         let daemon: Daemon
         do throws(DBusError) {
             daemon = try Daemon(
-                configuration: configuration, adapter: adapter, loop: loop, connection: connection, logger: logger)
+                configuration: configuration, adapter: adapter, stateDirectory: stateDirectory, loop: loop,
+                connection: connection, logger: logger)
         } catch {
             logger.critical("cannot export the application", metadata: ["error": "\(error.name): \(error.message)"])
             return 1
@@ -117,6 +151,7 @@ final class Daemon {
         stopping = true
         logger.info("stopping")
         notify { try self.notifier.stopping() }
+        flushState()
         let deadline = loop.timer(after: .milliseconds(1500)) { [unowned self] in
             self.logger.warning("unregistering took too long; exiting anyway")
             self.loop.stop()
@@ -124,7 +159,20 @@ final class Daemon {
         registrar.stop { [unowned self] in
             deadline.cancel()
             self.application.unexportAll()
+            self.flushState()
             self.loop.stop()
         }
     }
+
+    /// Saves whatever is unsaved (timer values within their delay); cheap when nothing is.
+    private func flushState() {
+        if case .failure(let error) = persistence.flushNow() {
+            logger.error("cannot save the state at shutdown", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+/// Holds the one pending delayed-save timer of `Persistence`.
+private final class TimerSlot {
+    var timer: LoopTimer?
 }

@@ -2,6 +2,7 @@
 
 import ArgumentParser
 import BLEModel
+import DaemonCore
 import Glibc
 
 /// `gattd`: serve a JSON-defined GATT application to BlueZ.
@@ -19,6 +20,9 @@ struct GattdCommand: ParsableCommand {
 
     @Option(name: .long, help: "Adapter to use, e.g. hci0 (overrides the configuration's \"adapter\").")
     var adapter: String?
+
+    @Option(name: .long, help: "Directory for state.json (default: $STATE_DIRECTORY, else /var/lib/gattd; $STATE_DIRECTORY wins).")
+    var stateDir: String?
 
     @Flag(name: .long, help: "Validate the configuration, print a summary and exit.")
     var check = false
@@ -48,6 +52,8 @@ struct GattdCommand: ParsableCommand {
         }
         let code = Daemon.run(
             configuration: loaded.configuration, configPath: path, adapter: adapter ?? loaded.configuration.adapter,
+            stateDirectory: StateStore.resolveDirectory(
+                environment: getenv("STATE_DIRECTORY").map { String(cString: $0) }, option: stateDir),
             logLevel: level)
         if code != 0 { throw ExitCode(code) }
     }
