@@ -3,7 +3,8 @@
 
 gattd comes from $GATTD_BIN (default .build/debug/gattd at the repository root)
 and runs as `gattd --config <file>` with DBUS_SYSTEM_BUS_ADDRESS pointing at the
-private bus. Its output goes to a file that is printed when a test fails.
+private bus and STATE_DIRECTORY at a directory of the test's own (so no test sees
+another's saved values; restarts within one test share it). Its output goes to a file that is printed when a test fails.
 """
 
 import os
@@ -57,10 +58,12 @@ def standin(private_bus, tmp_path, request):
 class Gattd:
     """A running gattd; `log_path` holds its stdout and stderr."""
 
-    def __init__(self, private_bus, config, log_path):
-        self.log = open(log_path, "w")
+    def __init__(self, private_bus, config, log_path, state_dir):
+        self.log = open(log_path, "a")
+        self.state_dir = state_dir
         self.child = Child([gattd_binary(), "--config", config],
-                           env_extra={"DBUS_SYSTEM_BUS_ADDRESS": private_bus.address}, log=self.log)
+                           env_extra={"DBUS_SYSTEM_BUS_ADDRESS": private_bus.address,
+                                      "STATE_DIRECTORY": state_dir}, log=self.log)
 
     def alive(self):
         return self.child.proc.poll() is None
@@ -72,15 +75,17 @@ class Gattd:
 
 @pytest.fixture
 def start_gattd(private_bus, tmp_path, request):
-    """start_gattd(config_name) -> Gattd; skips the test when the binary is absent."""
+    """start_gattd(config_name, state_dir=None) -> Gattd; skips the test when the binary
+    is absent. The state directory defaults to one per test."""
     binary = gattd_binary()
     if not os.access(binary, os.X_OK):
         pytest.skip("gattd binary not found at %s (build it with `swift build` or set GATTD_BIN)" % binary)
     started = []
     log_path = str(tmp_path / "gattd.log")
 
-    def start(config_name):
-        g = Gattd(private_bus, os.path.join(CONFIGS, config_name), log_path)
+    def start(config_name, state_dir=None):
+        g = Gattd(private_bus, os.path.join(CONFIGS, config_name), log_path,
+                  state_dir or str(tmp_path / "state"))
         started.append(g)
         return g
 
