@@ -27,6 +27,9 @@ public final class BusConnection {
     var exportSequence: UInt64 = 0
     var managedRoots: Set<ObjectPath> = []
     var subscriptions: [SignalSubscription] = []
+    /// Sees method returns and errors that matched no pending call (a peer answering a
+    /// call that asked for no reply, or answering twice). For diagnostics and tests.
+    public var onStrayReply: ((Message) -> Void)?
 
     /// Connects to the bus at `address` and registers (`Hello`, the one blocking exchange).
     /// - Throws: the libdbus error for an unreachable or refusing bus.
@@ -142,6 +145,9 @@ public final class BusConnection {
             }
             if !subscriptions.isEmpty { routeSignal(message) }
             return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+        case DBUS_MESSAGE_TYPE_METHOD_RETURN, DBUS_MESSAGE_TYPE_ERROR:
+            onStrayReply?(Message(retaining: message))
+            return DBUS_HANDLER_RESULT_HANDLED
         default:
             return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
         }
