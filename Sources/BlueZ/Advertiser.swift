@@ -115,7 +115,7 @@ public final class Advertiser {
         for slot in slots { slot.exported.trustedSender = owner }
         setAlias()
         watchAdapter(path)
-        readManager { [unowned self] _ in self.registerAll() }
+        registerAll()
     }
 
     /// bluetoothd or the adapter went away: every registration is gone with it.
