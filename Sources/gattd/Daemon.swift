@@ -16,6 +16,7 @@ final class Daemon {
     let database: AttributeDatabase
     let application: GattApplication
     let registrar: BlueZRegistrar
+    let advertiser: Advertiser
     let logger: Logger
     var exitCode: Int32 = 0
     let notifier = SystemdNotifier()
@@ -35,6 +36,7 @@ final class Daemon {
             configuration: configuration, database: database, connection: connection, logger: logger)
         registrar = BlueZRegistrar(
             connection: connection, application: application, preferredAdapter: adapter, loop: loop, logger: logger)
+        advertiser = try Advertiser(configuration: configuration, connection: connection, loop: loop, logger: logger)
     }
 
     static func run(configuration: Configuration, configPath: String, adapter: String?, logLevel: Logger.Level) -> Int32 {
@@ -78,6 +80,13 @@ final class Daemon {
             signalWatches.append(loop.onSignal(signo) { [unowned self] in self.shutdown() })
         }
         registrar.onStateChange = { [unowned self] state in self.stateChanged(state) }
+        registrar.onAdapterChange = { [unowned self] path, owner in
+            if let path, let owner, let objectPath = try? ObjectPath(path) {
+                self.advertiser.adapterAvailable(path: objectPath, owner: owner)
+            } else {
+                self.advertiser.adapterGone()
+            }
+        }
         if let interval = notifier.watchdogInterval {
             // Pinged from the loop itself: a wedged loop stops the pings and systemd restarts us.
             watchdogTimer = loop.timer(after: interval / 2, repeating: interval / 2) { [unowned self] in
@@ -122,9 +131,11 @@ final class Daemon {
             self.loop.stop()
         }
         registrar.stop { [unowned self] in
-            deadline.cancel()
-            self.application.unexportAll()
-            self.loop.stop()
+            self.advertiser.stop {
+                deadline.cancel()
+                self.application.unexportAll()
+                self.loop.stop()
+            }
         }
     }
 }
