@@ -33,12 +33,13 @@ let package = Package(
             pkgConfig: "dbus-1",
             providers: [.apt(["libdbus-1-dev"])]
         ),
+        .systemLibrary(name: "CLinux"),
         .systemLibrary(
             name: "CSystemd",
             pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]
         ),
-        .target(name: "Mainloop", swiftSettings: strict),
+        .target(name: "Mainloop", dependencies: ["CLinux"], swiftSettings: strict),
         .target(name: "DBusKit", dependencies: ["CDBus", "Mainloop"], swiftSettings: strict),
         .target(name: "BLEModel", swiftSettings: strict),
         .target(

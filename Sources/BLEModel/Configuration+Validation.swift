@@ -201,5 +201,6 @@ extension Configuration {
         if let minimum = advertisement.minInterval, let maximum = advertisement.maxInterval, minimum > maximum {
             context.error(path + ".minInterval", "minInterval \(minimum) is greater than maxInterval \(maximum)")
         }
+        validatePayload(of: advertisement, into: &context)
     }
 }

@@ -29,6 +29,9 @@ public final class BlueZRegistrar {
         didSet { if state != oldValue { onStateChange?(state) } }
     }
     public var onStateChange: ((State) -> Void)?
+    /// Called with the adapter path and the `org.bluez` owner when an adapter is chosen,
+    /// and with nil when bluetoothd or the adapter goes away (drives the `Advertiser`).
+    public var onAdapterChange: ((_ path: String?, _ owner: String?) -> Void)?
 
     private let connection: BusConnection
     private let application: GattApplication
@@ -125,6 +128,7 @@ public final class BlueZRegistrar {
         adapterPath = nil
         retryTimer?.cancel()
         logger.warning("org.bluez left the bus; registering again when it returns")
+        onAdapterChange?(nil, nil)
         state = .waitingForBlueZ
     }
 
@@ -169,6 +173,7 @@ public final class BlueZRegistrar {
             return
         }
         adapterPath = chosen
+        onAdapterChange?(chosen, application.trustedSender)
         logger.info(
             "using adapter",
             metadata: ["adapter": "\(adapterName ?? chosen)", "chosen.by": "\(preferredAdapter == nil ? "first with GattManager1" : "configuration")"])
@@ -190,6 +195,7 @@ public final class BlueZRegistrar {
         adapterPath = nil
         retryTimer?.cancel()
         logger.warning("adapter disappeared; registering again when it returns", metadata: ["bluez.path": "\(path)"])
+        onAdapterChange?(nil, nil)
         state = .waitingForAdapter(preferredAdapter)
     }
 

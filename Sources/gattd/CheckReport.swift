@@ -29,7 +29,22 @@ struct CheckReport {
                 }
             }
         }
+        for advertisement in configuration.advertisements {
+            lines.append(contentsOf: advertisementLines(advertisement))
+        }
         return lines.joined(separator: "\n")
+    }
+}
+
+extension CheckReport {
+    /// `adv main (peripheral): advertising data 13/31 bytes: ...; scan response ...`, then
+    /// one `note:` line per adapter- or version-dependent remark.
+    func advertisementLines(_ advertisement: AdvertisementDefinition) -> [String] {
+        let payload = AdvertisingPayload(advertisement)
+        let state = advertisement.enabled ? "" : ", disabled"
+        var lines = ["  adv \(advertisement.id) (\(advertisement.type.rawValue)\(state)): \(payload.summary)"]
+        for note in payload.notes { lines.append("    note: \(note)") }
+        return lines
     }
 }
 

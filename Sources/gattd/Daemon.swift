@@ -17,6 +17,7 @@ final class Daemon {
     let persistence: Persistence
     let application: GattApplication
     let registrar: BlueZRegistrar
+    let advertiser: Advertiser
     let logger: Logger
     var exitCode: Int32 = 0
     let notifier = SystemdNotifier()
@@ -40,6 +41,7 @@ final class Daemon {
         application.persistence = persistence
         registrar = BlueZRegistrar(
             connection: connection, application: application, preferredAdapter: adapter, loop: loop, logger: logger)
+        advertiser = try Advertiser(configuration: configuration, connection: connection, loop: loop, logger: logger)
     }
 
     /// Loads the saved state into `database` before anything is exported, so the first
@@ -112,6 +114,13 @@ final class Daemon {
             signalWatches.append(loop.onSignal(signo) { [unowned self] in self.shutdown() })
         }
         registrar.onStateChange = { [unowned self] state in self.stateChanged(state) }
+        registrar.onAdapterChange = { [unowned self] path, owner in
+            if let path, let owner, let objectPath = try? ObjectPath(path) {
+                self.advertiser.adapterAvailable(path: objectPath, owner: owner)
+            } else {
+                self.advertiser.adapterGone()
+            }
+        }
         if let interval = notifier.watchdogInterval {
             // Pinged from the loop itself: a wedged loop stops the pings and systemd restarts us.
             watchdogTimer = loop.timer(after: interval / 2, repeating: interval / 2) { [unowned self] in
@@ -157,10 +166,12 @@ final class Daemon {
             self.loop.stop()
         }
         registrar.stop { [unowned self] in
-            deadline.cancel()
-            self.application.unexportAll()
-            self.flushState()
-            self.loop.stop()
+            self.advertiser.stop {
+                deadline.cancel()
+                self.application.unexportAll()
+                self.flushState()
+                self.loop.stop()
+            }
         }
     }
 

@@ -103,20 +103,25 @@ struct ConfigurationTests {
         let adverts = try fixture("advertisements").advertisements
         let main = adverts[0]
         #expect(main.type == .peripheral && main.localName == "gattd")
-        #expect(main.serviceUUIDs == [BluetoothUUID(uuid16: 0x180D), BluetoothUUID("12345678-1234-5678-1234-56789abcdef0")!])
-        #expect(main.solicitUUIDs == [BluetoothUUID(uuid16: 0x180F)])
+        #expect(main.serviceUUIDs == [BluetoothUUID(uuid16: 0x180D)])
         #expect(main.manufacturerData.map(\.companyID) == [0x004C, 0xFFFF])
         #expect(main.manufacturerData.map(\.value) == [[0x02, 0x15], [0x01, 0x78]])
-        #expect(main.serviceData.map(\.uuid) == [BluetoothUUID(uuid16: 0xFEAA)])
-        #expect(main.data.map(\.type) == [0x26, 39])
+        #expect(main.data.map(\.type) == [0x26])
         #expect(main.appearance == 0x03C1 && main.includes == [.txPower])
         #expect(main.discoverable && main.discoverableTimeout == 30 && main.timeout == 60 && main.duration == 2)
         #expect(main.minInterval == 100 && main.maxInterval == 200 && main.txPower == -4)
-        #expect(main.secondaryChannel == .oneM && main.enabled && main.readvertiseAfterDisconnect)
+        #expect(main.secondaryChannel == nil && main.enabled && main.readvertiseAfterDisconnect)
         let beacon = adverts[1]
         #expect(beacon.type == .broadcast && !beacon.discoverable && !beacon.enabled)
         #expect(beacon.appearance == 961 && beacon.includes == [.localName])
         #expect(!beacon.readvertiseAfterDisconnect)
+        // Split off from "main" to keep both within the 31-byte legacy budget.
+        let extra = adverts[2]
+        #expect(extra.type == .peripheral && !extra.discoverable)
+        #expect(extra.serviceUUIDs == [BluetoothUUID("12345678-1234-5678-1234-56789abcdef0")!])
+        #expect(extra.solicitUUIDs == [BluetoothUUID(uuid16: 0x180F)])
+        #expect(extra.serviceData.map(\.uuid) == [BluetoothUUID(uuid16: 0xFEAA)])
+        #expect(extra.data.map(\.type) == [36] && extra.secondaryChannel == .oneM)
     }
 
     @Test("typed values in a config decode to their bytes")

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: MIT
+
+public import BLEModel
+public import DBusKit
+public import Logging
+public import Mainloop
+
+/// Keeps gattd's advertisements registered with `org.bluez.LEAdvertisingManager1` on the
+/// adapter the GATT application uses (bluez-contract.md 1.8, 1.9).
+///
+/// The registrar tells it where the adapter is (`adapterAvailable(path:owner:)`) and
+/// when it is gone (`adapterGone()`); everything else it watches itself: `Release()`
+/// (registers again unless the advertisement's own `timeout` has run out), `Powered`
+/// going true (registers again when `ActiveInstances` shows the kernel dropped ours),
+/// and `Device1.Connected` going false for advertisements with
+/// `readvertiseAfterDisconnect`. All calls are asynchronous; replies from before the
+/// latest adapter change are ignored.
+public final class Advertiser {
+    /// Where one advertisement stands.
+    public enum State: Equatable, Sendable {
+        case disabled
+        case waitingForAdapter
+        case registering
+        case advertising
+        /// bluetoothd refused it; the reason in plain words.
+        case refused(String)
+        /// Its `timeout` ran out; not registered again until gattd restarts or it is updated.
+        case expired
+    }
+
+    final class Slot {
+        let exported: ExportedAdvertisement
+        var state: State
+        var registeredAt: ContinuousClock.Instant?
+        init(exported: ExportedAdvertisement, state: State) {
+            self.exported = exported
+            self.state = state
+        }
+        var definition: AdvertisementDefinition { exported.definition }
+        var id: String { exported.definition.id }
+    }
+
+    static let rootPath: ObjectPath = "/org/gattd/adv"
+    static let releaseBackoff: Duration = .seconds(1)
+
+    let connection: BusConnection
+    let loop: EventLoop
+    let logger: Logger
+    let alias: String?
+    private(set) var slots: [Slot] = []
+    var adapterPath: ObjectPath?
+    var generation = 0
+    var adapterSubscriptions: [SignalSubscription] = []
+    var timers: [LoopTimer] = []
+    /// From the manager's properties: false when `SupportedCapabilities` is absent, i.e.
+    /// bluetoothd 5.66 without experimental features.
+    var experimentalFeatures = false
+
+    public init(
+        configuration: Configuration, connection: BusConnection, loop: EventLoop, logger: Logger
+    ) throws(DBusError) {
+        self.connection = connection
+        self.loop = loop
+        self.logger = logger
+        self.alias = configuration.alias
+        connection.addObjectManager(at: Self.rootPath)
+        var used = Set<String>()
+        for definition in configuration.advertisements {
+            let path = try Self.rootPath.appending(Self.pathElement(definition.id, used: &used))
+            let exported = ExportedAdvertisement(path: path, definition: definition)
+            let slot = Slot(exported: exported, state: definition.enabled ? .waitingForAdapter : .disabled)
+            exported.onRelease = { [unowned self, unowned slot] in self.released(slot) }
+            try connection.export(exported, at: path)
+            slots.append(slot)
+        }
+    }
+
+    /// `id` with every character outside `[A-Za-z0-9_]` replaced by `_`, unique.
+    static func pathElement(_ id: String, used: inout Set<String>) -> String {
+        var element = String(
+            String.UnicodeScalarView(
+                id.unicodeScalars.map { scalar -> Unicode.Scalar in
+                    switch scalar {
+                    case "a"..."z", "A"..."Z", "0"..."9", "_": return scalar
+                    default: return "_"
+                    }
+                }))
+        if element.isEmpty { element = "_" }
+        var candidate = element
+        var suffix = 2
+        while used.contains(candidate) {
+            candidate = element + "_\(suffix)"
+            suffix += 1
+        }
+        used.insert(candidate)
+        return candidate
+    }
+
+    /// The state of every advertisement, by id, in configuration order.
+    public var states: [(id: String, state: State)] { slots.map { ($0.id, $0.state) } }
+
+    func metadata(_ slot: Slot) -> Logger.Metadata {
+        var result: Logger.Metadata = ["adv.id": "\(slot.id)", "dbus.path": "\(slot.exported.path)"]
+        if let adapterPath { result["adapter"] = "\(adapterPath.elements.last ?? "")" }
+        return result
+    }
+
+    // MARK: - Adapter presence (called by the registrar)
+
+    /// The adapter at `path`, served by `owner` (the `org.bluez` unique name), is ready for
+    /// the GATT application: set the alias, read the manager's instance counts, register.
+    public func adapterAvailable(path: ObjectPath, owner: String) {
+        forgetAdapter()
+        adapterPath = path
+        for slot in slots { slot.exported.trustedSender = owner }
+        setAlias()
+        watchAdapter(path)
+        registerAll()
+    }
+
+    /// bluetoothd or the adapter went away: every registration is gone with it.
+    public func adapterGone() {
+        guard adapterPath != nil else { return }
+        forgetAdapter()
+        for slot in slots where slot.state == .advertising || slot.state == .registering {
+            slot.state = .waitingForAdapter
+        }
+        logger.info("advertisements wait for the adapter to return")
+    }
+
+    func forgetAdapter() {
+        generation += 1
+        adapterPath = nil
+        for subscription in adapterSubscriptions { subscription.cancel() }
+        adapterSubscriptions.removeAll()
+        for timer in timers { timer.cancel() }
+        timers.removeAll()
+    }
+
+    private func setAlias() {
+        guard let alias, let adapterPath else { return }
+        connection.call(
+            destination: BlueZNames.service, path: adapterPath, interface: BlueZNames.properties, member: "Set",
+            arguments: [.string(BlueZNames.adapter), .string("Alias"), .variant(.string(alias))]
+        ) { [logger] result in
+            switch result {
+            case .success:
+                logger.info(
+                    "adapter alias set; phones show it as the device name after connecting",
+                    metadata: ["alias": "\(alias)", "adapter": "\(adapterPath.elements.last ?? "")"])
+            case .failure(let error):
+                logger.warning("could not set the adapter alias", metadata: ["alias": "\(alias)", "error": "\(error)"])
+            }
+        }
+    }
+
+    // MARK: - Shutdown
+
+    /// Unregisters every advertisement (bounded by a 1 s timeout each), removes the
+    /// objects from the bus, then calls `completion`.
+    public func stop(completion: @escaping () -> Void) {
+        let path = adapterPath
+        let active = slots.filter { $0.state == .advertising }
+        forgetAdapter()
+        var pending = active.count
+        let finish = { [unowned self] in
+            for slot in self.slots { self.connection.unexport(slot.exported.path) }
+            self.connection.removeObjectManager(at: Self.rootPath)
+            completion()
+        }
+        guard let path, pending > 0 else {
+            finish()
+            return
+        }
+        for slot in active {
+            slot.state = .waitingForAdapter
+            connection.call(
+                destination: BlueZNames.service, path: path, interface: BlueZNames.advertisingManager,
+                member: "UnregisterAdvertisement", arguments: [.objectPath(slot.exported.path)], timeout: .seconds(1)
+            ) { [unowned self] result in
+                if case .failure(let error) = result {
+                    self.logger.warning("could not unregister advertisement", metadata: self.metadata(slot).merging(["error": "\(error)"]) { $1 })
+                } else {
+                    self.logger.info("advertisement unregistered", metadata: self.metadata(slot))
+                }
+                pending -= 1
+                if pending == 0 { finish() }
+            }
+        }
+    }
+}

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT
+
+internal import BLEModel
+internal import DBusKit
+
+/// An `org.bluez.LEAdvertisement1` object at `/org/gattd/adv/<id>`.
+///
+/// Properties come from `AdvertisementDefinition.leAdvertisementProperties`; unset ones
+/// are omitted. `Release()` (sent by bluetoothd with NO_REPLY when the advertisement's
+/// `Timeout` expires or its adapter goes away) is passed to `onRelease` only when it
+/// comes from `trustedSender`, the current `org.bluez` owner.
+final class ExportedAdvertisement: DBusObject {
+    static let interface = DBusInterface(
+        name: BlueZNames.advertisement,
+        methods: [DBusMethod("Release")],
+        properties: [
+            ("Type", "s"), ("ServiceUUIDs", "as"), ("SolicitUUIDs", "as"), ("ManufacturerData", "a{qv}"),
+            ("ServiceData", "a{sv}"), ("Includes", "as"), ("LocalName", "s"), ("Appearance", "q"),
+            ("Duration", "q"), ("Timeout", "q"), ("Data", "a{yv}"), ("Discoverable", "b"),
+            ("DiscoverableTimeout", "q"), ("SecondaryChannel", "s"), ("MinInterval", "u"), ("MaxInterval", "u"),
+            ("TxPower", "n"),
+        ].map { DBusProperty($0.0, signature: $0.1) })
+
+    let path: ObjectPath
+    var definition: AdvertisementDefinition {
+        didSet { properties = definition.leAdvertisementProperties }
+    }
+    private(set) var properties: [(String, DBusValue)]
+    var trustedSender: String?
+    var onRelease: (() -> Void)?
+
+    let interfaces = [ExportedAdvertisement.interface]
+
+    init(path: ObjectPath, definition: AdvertisementDefinition) {
+        self.path = path
+        self.definition = definition
+        self.properties = definition.leAdvertisementProperties
+    }
+
+    func property(_ name: String, interface: String) -> DBusValue? {
+        properties.first { $0.0 == name }?.1
+    }
+
+    func handle(_ call: MethodCall) {
+        guard call.member == "Release" else {
+            call.fail(.unknownMethod("no method \(call.member ?? "")"))
+            return
+        }
+        guard let trustedSender, call.sender == trustedSender else {
+            call.fail(.accessDenied("Release is accepted from org.bluez only"))
+            return
+        }
+        call.reply()
+        onRelease?()
+    }
+}

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: MIT
+internal import CDBus
+import Glibc
+
+extension BusConnection {
+    /// Exports `object` at `path`. Its `interfaces` are read now and must not change.
+    ///
+    /// Below a path given to `addObjectManager(at:)`, emits `InterfacesAdded` from the
+    /// nearest such root.
+    /// - Throws: `ObjectPathInUse` if something is exported there; `InvalidArgs` for an
+    ///   invalid interface/member name or signature in the description.
+    public func export(_ object: any DBusObject, at path: ObjectPath) throws(DBusError) {
+        guard objects[path.rawValue] == nil else {
+            throw DBusError(name: "org.freedesktop.DBus.Error.ObjectPathInUse", message: "\(path) is already exported")
+        }
+        exportSequence += 1
+        let entry = try ExportedObject(object: object, path: path, sequence: exportSequence)
+        objects[path.rawValue] = entry
+        if let root = managingRoot(of: path) {
+            try? emitSignal(path: root, interface: Names.objectManager, member: "InterfacesAdded",
+                            arguments: [.objectPath(path), entry.interfacesAndProperties()])
+        }
+    }
+
+    /// Removes the object at `path` (no-op if none), emitting `InterfacesRemoved` below a
+    /// managed root.
+    public func unexport(_ path: ObjectPath) {
+        guard let entry = objects.removeValue(forKey: path.rawValue) else { return }
+        if let root = managingRoot(of: path) {
+            try? emitSignal(path: root, interface: Names.objectManager, member: "InterfacesRemoved",
+                            arguments: [.objectPath(path), .stringArray(entry.allInterfaceNames)])
+        }
+    }
+
+    /// Serves `org.freedesktop.DBus.ObjectManager` at `path` (which need not be an exported
+    /// object): `GetManagedObjects` lists every object strictly below it in export order.
+    public func addObjectManager(at path: ObjectPath) {
+        managedRoots.insert(path)
+    }
+
+    /// Stops serving `ObjectManager` at `path`.
+    public func removeObjectManager(at path: ObjectPath) {
+        managedRoots.remove(path)
+    }
+
+    /// The object exported at `path`, if any.
+    public func exportedObject(at path: ObjectPath) -> (any DBusObject)? { objects[path.rawValue]?.object }
+
+    func managingRoot(of path: ObjectPath) -> ObjectPath? {
+        var best: ObjectPath?
+        for root in managedRoots where path.isDescendant(of: root) {
+            if best == nil || root.rawValue.count > best!.rawValue.count { best = root }
+        }
+        return best
+    }
+
+    // MARK: Dispatch of incoming calls
+
+    func handleMethodCall(_ raw: OpaquePointer) -> DBusHandlerResult {
+        guard let pathPointer = dbus_message_get_path(raw), let memberPointer = dbus_message_get_member(raw) else {
+            return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+        }
+        let interfacePointer = dbus_message_get_interface(raw)
+        if let interfacePointer, strcmp(interfacePointer, Names.peer) == 0 {
+            return DBUS_HANDLER_RESULT_NOT_YET_HANDLED  // libdbus answers Peer.Ping/GetMachineId
+        }
+        let path = String(cString: pathPointer)
+        let member = String(cString: memberPointer)
+        let interface = interfacePointer.map { String(cString: $0) }
+        let message = Message(retaining: raw)
+        if let entry = objects[path] {
+            dispatch(message, to: entry, interface: interface, member: member)
+        } else {
+            dispatchToNode(message, path: ObjectPath(unchecked: path), interface: interface, member: member)
+        }
+        return DBUS_HANDLER_RESULT_HANDLED
+    }
+
+    private func answer(_ message: Message, _ result: Result<[DBusValue], DBusError>) {
+        guard !message.noReplyExpected else { return }
+        switch result {
+        case .success(let values):
+            let reply = Message.methodReturn(replyingTo: message)
+            do {
+                try DBusValue.append(values, to: reply.raw)
+                sendReply(reply)
+            } catch {
+                sendReply(Message.errorReply(replyingTo: message, error))
+            }
+        case .failure(let error):
+            sendReply(Message.errorReply(replyingTo: message, error))
+        }
+    }
+
+    private func dispatch(_ message: Message, to entry: ExportedObject, interface: String?, member: String) {
+        switch interface {
+        case Names.properties?:
+            answer(message, propertiesCall(message, entry: entry, member: member))
+            return
+        case Names.introspectable?:
+            answer(message, introspect(message, path: entry.path, member: member))
+            return
+        case Names.objectManager?:
+            answer(message, objectManagerCall(message, path: entry.path, member: member))
+            return
+        default:
+            break
+        }
+        let method: DBusMethod
+        if let interface {
+            guard let methods = entry.methods[interface] else {
+                answer(message, .failure(.unknownInterface("no interface \(interface) at \(entry.path)")))
+                return
+            }
+            guard let found = methods[member] else {
+                answer(message, .failure(.unknownMethod("no method \(interface).\(member) at \(entry.path)")))
+                return
+            }
+            method = found
+        } else {
+            guard let found = entry.interfaces.lazy.compactMap({ entry.methods[$0.name]?[member] }).first else {
+                answer(message, .failure(.unknownMethod("no method \(member) at \(entry.path)")))
+                return
+            }
+            method = found
+        }
+        guard dbus_message_has_signature(message.raw, method.inSignature) != 0 else {
+            answer(message, .failure(.invalidArgs(
+                "\(method.name) expects signature '\(method.inSignature)', got '\(message.signature)'")))
+            return
+        }
+        entry.object.handle(MethodCall(message: message, connection: self))
+    }
+
+    /// A path with no exported object: an ObjectManager root and/or an intermediate node.
+    private func dispatchToNode(_ message: Message, path: ObjectPath, interface: String?, member: String) {
+        let isManager = managedRoots.contains(path)
+        let hasChildren = isManager || objects.values.contains { $0.path.isDescendant(of: path) }
+        if interface == Names.objectManager || (interface == nil && member == "GetManagedObjects"), isManager {
+            answer(message, objectManagerCall(message, path: path, member: member))
+        } else if interface == Names.introspectable || (interface == nil && member == "Introspect"), hasChildren {
+            answer(message, introspect(message, path: path, member: member))
+        } else if hasChildren {
+            answer(message, .failure(.unknownInterface("no interface \(interface ?? "(none)") at \(path)")))
+        } else {
+            answer(message, .failure(.unknownObject("no object at \(path)")))
+        }
+    }
+
+    // MARK: org.freedesktop.DBus.ObjectManager
+
+    private func objectManagerCall(_ message: Message, path: ObjectPath, member: String) -> Result<[DBusValue], DBusError> {
+        guard managedRoots.contains(path) else {
+            return .failure(.unknownInterface("no object manager at \(path)"))
+        }
+        guard member == "GetManagedObjects" else {
+            return .failure(.unknownMethod("no method \(Names.objectManager).\(member)"))
+        }
+        guard message.signature.isEmpty else {
+            return .failure(.invalidArgs("GetManagedObjects expects signature '', got '\(message.signature)'"))
+        }
+        let below = objects.values.filter { $0.path.isDescendant(of: path) }.sorted { $0.sequence < $1.sequence }
+        let entries = below.map { DBusDictionaryEntry(key: .objectPath($0.path), value: $0.interfacesAndProperties()) }
+        return .success([.dictionary(keySignature: "o", valueSignature: "a{sa{sv}}", entries)])
+    }
+}

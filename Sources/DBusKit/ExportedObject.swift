@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: MIT
+
+/// An exported object with its interface description indexed for dispatch.
+final class ExportedObject {
+    let object: any DBusObject
+    let path: ObjectPath
+    /// Export order; `GetManagedObjects` lists objects by it.
+    let sequence: UInt64
+    let interfaces: [DBusInterface]
+    let methods: [String: [String: DBusMethod]]
+    let properties: [String: [String: DBusProperty]]
+
+    init(object: any DBusObject, path: ObjectPath, sequence: UInt64) throws(DBusError) {
+        self.object = object
+        self.path = path
+        self.sequence = sequence
+        interfaces = object.interfaces
+        var methods: [String: [String: DBusMethod]] = [:]
+        var properties: [String: [String: DBusProperty]] = [:]
+        for interface in interfaces {
+            try Names.validateInterface(interface.name)
+            var byName: [String: DBusMethod] = [:]
+            for method in interface.methods {
+                try Names.validateMember(method.name)
+                guard DBusValue.isValidSignature(method.inSignature, single: false),
+                    DBusValue.isValidSignature(method.outSignature, single: false)
+                else { throw .invalidArgs("invalid signature in \(interface.name).\(method.name)") }
+                byName[method.name] = method
+            }
+            methods[interface.name] = byName
+            var propertiesByName: [String: DBusProperty] = [:]
+            for property in interface.properties {
+                guard DBusValue.isValidSignature(property.signature, single: true) else {
+                    throw .invalidArgs("invalid signature for property \(interface.name).\(property.name)")
+                }
+                propertiesByName[property.name] = property
+            }
+            properties[interface.name] = propertiesByName
+        }
+        self.methods = methods
+        self.properties = properties
+    }
+
+    /// `a{sv}` of every non-nil property of `interface`, in declaration order.
+    func propertyValues(of interface: DBusInterface) -> DBusValue {
+        var entries: [DBusDictionaryEntry] = []
+        entries.reserveCapacity(interface.properties.count)
+        for property in interface.properties {
+            if let value = object.property(property.name, interface: interface.name) {
+                entries.append(DBusDictionaryEntry(key: .string(property.name), value: .variant(value)))
+            }
+        }
+        return .dictionary(keySignature: "s", valueSignature: "v", entries)
+    }
+
+    /// `a{sa{sv}}` as in `GetManagedObjects` and `InterfacesAdded`: the standard interfaces
+    /// with empty dictionaries, then every interface with its properties.
+    func interfacesAndProperties() -> DBusValue {
+        let empty = DBusValue.dictionary(keySignature: "s", valueSignature: "v", [])
+        var entries = [
+            DBusDictionaryEntry(key: .string(Names.introspectable), value: empty),
+            DBusDictionaryEntry(key: .string(Names.properties), value: empty),
+        ]
+        for interface in interfaces {
+            entries.append(DBusDictionaryEntry(key: .string(interface.name), value: propertyValues(of: interface)))
+        }
+        return .dictionary(keySignature: "s", valueSignature: "a{sv}", entries)
+    }
+
+    /// Every interface name reported for the object (for `InterfacesRemoved`).
+    var allInterfaceNames: [String] { [Names.introspectable, Names.properties] + interfaces.map(\.name) }
+}

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: MIT
+internal import CDBus
+
+/// Validation of D-Bus names before they reach libdbus (which aborts on invalid ones).
+enum Names {
+    static func validateInterface(_ name: String) throws(DBusError) {
+        guard name.withCString({ dbus_validate_interface($0, nil) }) != 0 else {
+            throw .invalidArgs("invalid interface name '\(name)'")
+        }
+    }
+
+    static func validateMember(_ name: String) throws(DBusError) {
+        guard name.withCString({ dbus_validate_member($0, nil) }) != 0 else {
+            throw .invalidArgs("invalid member name '\(name)'")
+        }
+    }
+
+    static func validateBusName(_ name: String) throws(DBusError) {
+        guard name.withCString({ dbus_validate_bus_name($0, nil) }) != 0 else {
+            throw .invalidArgs("invalid bus name '\(name)'")
+        }
+    }
+
+    static let properties = "org.freedesktop.DBus.Properties"
+    static let introspectable = "org.freedesktop.DBus.Introspectable"
+    static let peer = "org.freedesktop.DBus.Peer"
+    static let objectManager = "org.freedesktop.DBus.ObjectManager"
+    static let local = "org.freedesktop.DBus.Local"
+}

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: MIT
+import CLinux
+import Glibc
+
+/// The daemon's single event loop: epoll over file descriptors, a heap of monotonic timers,
+/// signalfd signals, an eventfd for cross-thread posts, and "after this batch" callbacks.
+///
+/// Not `Sendable`: the loop and every object registered on it belong to the thread that
+/// calls `run()`. The only thread-safe entry is `poster` (and `post`, which forwards to it).
+/// One turn is: wait in epoll (no timeout when idle with no timers, so an idle daemon never
+/// wakes), run I/O handlers, run due timers, then run `afterIteration` callbacks.
+public final class EventLoop {
+    let epollFD: Int32
+    var timers = TimerHeap()
+    var signalSources: [Int32: SignalSource] = [:]
+    private var registrations: [Int32: FDRegistration] = [:]
+    private var afterQueue: [() -> Void] = []
+    private var stopRequested = false
+    private var timerSequence: UInt64 = 0
+    private let eventBuffer: UnsafeMutablePointer<epoll_event>
+    private let eventCapacity: Int32 = 64
+    private var posterWatch: IOWatch?
+
+    /// The thread-safe handle for posting jobs or stopping the loop from other threads.
+    public let poster: LoopPoster
+
+    /// Creates the epoll set and the post eventfd.
+    public init() throws {
+        let fd = epoll_create1(Int32(EPOLL_CLOEXEC))
+        guard fd >= 0 else { throw LoopError(call: "epoll_create1", errno: errno) }
+        epollFD = fd
+        eventBuffer = .allocate(capacity: Int(eventCapacity))
+        do {
+            poster = try LoopPoster()
+        } catch {
+            close(fd)
+            eventBuffer.deallocate()
+            throw error
+        }
+        let poster = self.poster
+        posterWatch = watch(fd: poster.eventFD, events: .readable) { [unowned self] _ in
+            let (jobs, stop) = poster.drain()
+            if stop { self.stopRequested = true }
+            for job in jobs { job() }
+        }
+    }
+
+    deinit {
+        for source in signalSources.values { close(source.fd) }
+        close(epollFD)
+        eventBuffer.deallocate()
+    }
+
+    // MARK: Running
+
+    /// Runs turns until `stop()` (or `poster.stop()`) is called.
+    public func run() {
+        stopRequested = false
+        while !stopRequested {
+            turn(maxWaitNanoseconds: nil)
+        }
+        stopRequested = false
+    }
+
+    /// Makes `run()` return at the end of the current turn.
+    public func stop() { stopRequested = true }
+
+    /// Runs turns until `done()` is true or `timeout` has elapsed; returns `done()`.
+    /// `done` is checked before each turn. Meant for tests.
+    @discardableResult
+    public func run(until done: () -> Bool, timeout: Duration) -> Bool {
+        let deadline = MonotonicTime.now() + MonotonicTime.nanoseconds(timeout)
+        while !done() {
+            let remaining = deadline - MonotonicTime.now()
+            if remaining <= 0 { return done() }
+            turn(maxWaitNanoseconds: remaining)
+        }
+        return true
+    }
+
+    /// Queues `job` from any thread; see `LoopPoster.post`.
+    public func post(_ job: @escaping @Sendable () -> Void) { poster.post(job) }
+
+    /// Runs `handler` once at the end of the current turn, before the loop sleeps again.
+    /// Callbacks run in the order added; ones added by a running callback run in the same turn.
+    public func afterIteration(_ handler: @escaping () -> Void) {
+        afterQueue.append(handler)
+    }
+
+    // MARK: File descriptors
+
+    /// Calls `handler` with the ready conditions whenever `fd` is ready for `events`
+    /// (level-triggered: it is called again next turn if the condition persists).
+    public func watch(fd: Int32, events: IOEvents, _ handler: @escaping (IOEvents) -> Void) -> IOWatch {
+        let watch = IOWatch(fd: fd, events: events, loop: self, handler: handler)
+        let registration: FDRegistration
+        if let existing = registrations[fd] {
+            registration = existing
+        } else {
+            registration = FDRegistration()
+            registrations[fd] = registration
+        }
+        registration.watches.append(watch)
+        updateInterest(fd: fd)
+        return watch
+    }
+
+    func remove(_ watch: IOWatch) {
+        guard let registration = registrations[watch.fd] else { return }
+        registration.watches.removeAll { $0 === watch }
+        updateInterest(fd: watch.fd)
+        if registration.watches.isEmpty { registrations[watch.fd] = nil }
+    }
+
+    func updateInterest(fd: Int32) {
+        guard let registration = registrations[fd] else { return }
+        var wanted: UInt32 = 0
+        for watch in registration.watches {
+            if watch.interest.contains(.readable) { wanted |= EPOLLIN.rawValue }
+            if watch.interest.contains(.writable) { wanted |= EPOLLOUT.rawValue }
+        }
+        guard wanted != registration.registeredMask else { return }
+        var event = epoll_event()
+        event.events = wanted
+        event.data.fd = fd
+        let op: Int32
+        if wanted == 0 {
+            op = EPOLL_CTL_DEL
+        } else if registration.registeredMask == 0 {
+            op = EPOLL_CTL_ADD
+        } else {
+            op = EPOLL_CTL_MOD
+        }
+        let result = epoll_ctl(epollFD, op, fd, &event)
+        precondition(result == 0 || op == EPOLL_CTL_DEL, "epoll_ctl(\(op), fd \(fd)) failed: errno \(errno)")
+        registration.registeredMask = wanted
+    }
+
+    // MARK: Timers
+
+    /// Calls `handler` after `after`, then every `repeating` if given (drift-free; missed
+    /// periods are skipped, not queued).
+    public func timer(after: Duration, repeating: Duration? = nil, _ handler: @escaping () -> Void) -> LoopTimer {
+        let period = repeating.map { max(1, MonotonicTime.nanoseconds($0)) }
+        return schedule(deadline: MonotonicTime.now() + MonotonicTime.nanoseconds(after), period: period, handler)
+    }
+
+    /// Calls `handler` once at `at` (converted to the loop's CLOCK_MONOTONIC time base).
+    public func timer(at: ContinuousClock.Instant, _ handler: @escaping () -> Void) -> LoopTimer {
+        let delay = MonotonicTime.nanoseconds(at - ContinuousClock.now)
+        return schedule(deadline: MonotonicTime.now() + delay, period: nil, handler)
+    }
+
+    private func schedule(deadline: Int64, period: Int64?, _ handler: @escaping () -> Void) -> LoopTimer {
+        timerSequence += 1
+        let timer = LoopTimer(deadline: deadline, period: period, sequence: timerSequence, loop: self, handler: handler)
+        timers.insert(timer)
+        return timer
+    }
+
+    // MARK: One turn
+
+    private func turn(maxWaitNanoseconds: Int64?) {
+        var waitNanoseconds: Int64 = -1
+        if let next = timers.first {
+            waitNanoseconds = max(0, next.deadline - MonotonicTime.now())
+        }
+        if let cap = maxWaitNanoseconds, waitNanoseconds < 0 || cap < waitNanoseconds {
+            waitNanoseconds = cap
+        }
+        if !afterQueue.isEmpty { waitNanoseconds = 0 }
+        let timeoutMilliseconds: Int32
+        if waitNanoseconds < 0 {
+            timeoutMilliseconds = -1
+        } else {
+            // Round up so a timer is never woken for before its deadline.
+            timeoutMilliseconds = Int32(clamping: (waitNanoseconds + 999_999) / 1_000_000)
+        }
+        let count = epoll_wait(epollFD, eventBuffer, eventCapacity, timeoutMilliseconds)
+        if count > 0 {
+            for index in 0..<Int(count) {
+                let event = eventBuffer[index]
+                dispatch(fd: event.data.fd, mask: event.events)
+            }
+        } else if count < 0 {
+            precondition(errno == EINTR, "epoll_wait failed: errno \(errno)")
+        }
+        runDueTimers()
+        runAfterIteration()
+    }
+
+    private func dispatch(fd: Int32, mask: UInt32) {
+        guard let registration = registrations[fd] else { return }
+        var ready: IOEvents = []
+        if mask & EPOLLIN.rawValue != 0 { ready.insert(.readable) }
+        if mask & EPOLLOUT.rawValue != 0 { ready.insert(.writable) }
+        if mask & EPOLLHUP.rawValue != 0 { ready.insert(.hangup) }
+        if mask & EPOLLERR.rawValue != 0 { ready.insert(.error) }
+        let watches = registration.watches
+        for watch in watches where watch.isActive && !watch.interest.isEmpty {
+            let delivered = ready.intersection(watch.interest.union([.hangup, .error]))
+            if !delivered.isEmpty { watch.handler(delivered) }
+        }
+    }
+
+    private func runDueTimers() {
+        guard timers.first != nil else { return }
+        let now = MonotonicTime.now()
+        while let timer = timers.first, timer.deadline <= now {
+            timers.remove(timer)
+            if let period = timer.period {
+                var next = timer.deadline + period
+                if next <= now { next += ((now - next) / period + 1) * period }
+                timer.deadline = next
+                timers.insert(timer)
+            }
+            timer.handler()
+        }
+    }
+
+    private func runAfterIteration() {
+        while !afterQueue.isEmpty {
+            let batch = afterQueue
+            afterQueue = []
+            for handler in batch { handler() }
+        }
+    }
+}
+
+/// The watches sharing one descriptor and the epoll mask currently registered for it
+/// (0 = not in the epoll set).
+final class FDRegistration {
+    var watches: [IOWatch] = []
+    var registeredMask: UInt32 = 0
+}

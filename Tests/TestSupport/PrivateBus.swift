@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+import Glibc
+
+/// A private `dbus-daemon` for one test: started in `init`, killed in `deinit`.
+///
+/// Tests talk only to this bus, never to the host's session or system bus.
+public final class PrivateBus {
+    /// The bus address printed by the daemon (`unix:path=…,guid=…`).
+    public let address: String
+    private let pid: pid_t
+
+    /// Whether `dbus-daemon` is installed (gate bus suites on this).
+    public static var isAvailable: Bool { access("/usr/bin/dbus-daemon", X_OK) == 0 }
+
+    public struct StartError: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Starts `dbus-daemon --session` (or with `configFile`) and waits for its address.
+    public init(configFile: String? = nil) throws {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw StartError(description: "pipe failed") }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 3)
+        posix_spawn_file_actions_addclose(&actions, fds[0])
+        let arguments = ["dbus-daemon", configFile.map { "--config-file=\($0)" } ?? "--session",
+                         "--nofork", "--nopidfile", "--print-address=3"]
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var child: pid_t = 0
+        let status = posix_spawn(&child, "/usr/bin/dbus-daemon", &actions, nil, &argv, environ)
+        close(fds[1])
+        guard status == 0 else {
+            close(fds[0])
+            throw StartError(description: "posix_spawn dbus-daemon: \(status)")
+        }
+        pid = child
+        var text: [UInt8] = []
+        var byte: UInt8 = 0
+        while read(fds[0], &byte, 1) == 1, byte != UInt8(ascii: "\n") { text.append(byte) }
+        close(fds[0])
+        guard !text.isEmpty else {
+            kill(child, SIGTERM)
+            var ignored: Int32 = 0
+            waitpid(child, &ignored, 0)
+            throw StartError(description: "dbus-daemon printed no address")
+        }
+        address = String(decoding: text, as: UTF8.self)
+    }
+
+    deinit {
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+    }
+}
