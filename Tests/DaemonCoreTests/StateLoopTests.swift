@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+
+import BLEModel
+import DaemonCore
+import Mainloop
+import Testing
+
+private let definition = """
+    {"version": 1, "services": [
+      {"id": "svc", "uuid": "12345678-1234-5678-1234-56789abcdef0", "characteristics": [
+        {"id": "a", "uuid": "12345678-1234-5678-1234-56789abcdef1", "flags": ["read", "write"], "maxLength": 4},
+        {"id": "b", "uuid": "12345678-1234-5678-1234-56789abcdef2", "flags": ["read", "write"], "maxLength": 4},
+        {"id": "tick", "uuid": "2A19", "flags": ["read", "notify"], "persist": true, "value": {"uint8": 0},
+         "minLength": 1, "maxLength": 1}
+      ]}]}
+    """
+
+private final class CountingStorage: StateStorage {
+    var saved: [StateDocument] = []
+
+    func save(_ document: StateDocument) throws(StateStoreError) {
+        saved.append(document)
+    }
+}
+
+/// Persistence driven by the real event loop, scheduled as the daemon schedules it.
+@Suite("Persistence on the event loop")
+struct StateLoopTests {
+    private static func make(_ loop: EventLoop, delay: Duration) throws -> (AttributeDatabase, Persistence, CountingStorage) {
+        let configuration = try ConfigurationLoader.parse(Array(definition.utf8)).get().configuration
+        let database = AttributeDatabase(configuration: configuration)
+        let storage = CountingStorage()
+        var pending: [LoopTimer] = []
+        let persistence = Persistence(
+            configuration: configuration, database: database, storage: storage,
+            scheduling: PersistenceScheduling(
+                afterIteration: { loop.afterIteration($0) },
+                after: { delay, job in pending = [loop.timer(after: delay, job)] }),
+            timerSaveDelay: delay)
+        _ = pending
+        return (database, persistence, storage)
+    }
+
+    @Test("writes handled in one loop turn are saved once, and their replies leave in that turn")
+    func oneSavePerTurn() throws {
+        let loop = try EventLoop()
+        let (database, persistence, storage) = try Self.make(loop, delay: .seconds(1))
+        var replies = 0
+        var savesSeenByReplies: [Int] = []
+        let turn = loop.timer(after: .zero) {
+            for (id, byte) in [("a", 1), ("b", 2), ("a", 3)] {
+                let attribute = database[id]!
+                database.write(attribute, bytes: [UInt8(byte)], offset: 0)
+                persistence.commit(afterWriteTo: attribute) { result in
+                    if case .success = result { replies += 1 }
+                    savesSeenByReplies.append(storage.saved.count)
+                }
+            }
+        }
+        #expect(loop.run(until: { replies == 3 }, timeout: .seconds(5)))
+        #expect(storage.saved.count == 1)
+        #expect(savesSeenByReplies == [1, 1, 1], "every reply comes after the save")
+        #expect(storage.saved.first?.characteristics["a"]?.value == [3])
+        turn.cancel()
+    }
+
+    @Test("ticks of a timer value are saved once, after the delay")
+    func delayedSave() throws {
+        let loop = try EventLoop()
+        let (database, persistence, storage) = try Self.make(loop, delay: .milliseconds(50))
+        let tick = database["tick"]!
+        var count: UInt8 = 0
+        let clock = ContinuousClock()
+        let start = clock.now
+        let ticker = loop.timer(after: .milliseconds(1), repeating: .milliseconds(1)) {
+            count &+= 1
+            database.set(tick, to: [count], origin: .timer(forceNotify: false))
+        }
+        #expect(loop.run(until: { !storage.saved.isEmpty }, timeout: .seconds(5)))
+        #expect(clock.now - start >= .milliseconds(50))
+        #expect(storage.saved.count == 1)
+        #expect(count > 1, "several ticks shared the save")
+        ticker.cancel()
+        _ = persistence  // the daemon keeps it for its whole life; so does this test
+    }
+}
