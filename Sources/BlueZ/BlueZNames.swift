@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 
+internal import DBusKit
+
 /// Every BlueZ and freedesktop D-Bus spelling gattd uses, in one place (cf. iwd's dbus.h).
 enum BlueZNames {
     static let service = "org.bluez"
-    static let root = "/"
+    static let root: ObjectPath = "/"
 
     static let adapter = "org.bluez.Adapter1"
     static let gattManager = "org.bluez.GattManager1"
@@ -14,13 +16,13 @@ enum BlueZNames {
     static let advertisement = "org.bluez.LEAdvertisement1"
 
     static let dbusService = "org.freedesktop.DBus"
-    static let dbusPath = "/org/freedesktop/DBus"
+    static let dbusPath: ObjectPath = "/org/freedesktop/DBus"
     static let dbusInterface = "org.freedesktop.DBus"
     static let objectManager = "org.freedesktop.DBus.ObjectManager"
     static let properties = "org.freedesktop.DBus.Properties"
 
     /// Where gattd's GATT application lives (the ObjectManager root bluetoothd walks).
-    static let applicationRoot = "/org/gattd/app"
+    static let applicationRoot: ObjectPath = "/org/gattd/app"
     /// Where gattd's advertisements live.
-    static let advertisementRoot = "/org/gattd/adv"
+    static let advertisementRoot: ObjectPath = "/org/gattd/adv"
 }

@@ -2,7 +2,7 @@
 
 public import DBusKit
 public import Logging
-internal import Mainloop
+public import Mainloop
 
 /// Keeps gattd's application registered with whichever bluetoothd is running.
 ///
@@ -41,7 +41,7 @@ public final class BlueZRegistrar {
     private var subscriptions: [SignalSubscription] = []
     /// Bumped whenever BlueZ or the adapter changes, so replies to older attempts are ignored.
     private var generation = 0
-    private var adapterPath: String?
+    private var adapterPath: ObjectPath?
     private var retryTimer: LoopTimer?
     private var retryDelay: Duration = .seconds(1)
 
@@ -57,12 +57,12 @@ public final class BlueZRegistrar {
     }
 
     /// The adapter name (`hci0`) currently used, if any.
-    public var adapterName: String? { adapterPath.map { String($0.split(separator: "/").last ?? "") } }
+    public var adapterName: String? { adapterPath.map { String($0.rawValue.split(separator: "/").last ?? "") } }
 
     public func start() {
         subscriptions.append(
             connection.subscribe(
-                sender: BlueZNames.dbusService, path: ObjectPath(BlueZNames.dbusPath),
+                sender: BlueZNames.dbusService, path: BlueZNames.dbusPath,
                 interface: BlueZNames.dbusInterface, member: "NameOwnerChanged", arg0: BlueZNames.service
             ) { [unowned self] message in
                 guard let arguments = try? message.arguments(), arguments.count == 3,
@@ -72,7 +72,7 @@ public final class BlueZRegistrar {
             })
         subscriptions.append(
             connection.subscribe(
-                sender: BlueZNames.service, path: ObjectPath(BlueZNames.root), interface: BlueZNames.objectManager,
+                sender: BlueZNames.service, path: BlueZNames.root, interface: BlueZNames.objectManager,
                 member: "InterfacesAdded", arg0: nil
             ) { [unowned self] message in
                 guard message.sender == self.application.trustedSender,
@@ -84,7 +84,7 @@ public final class BlueZRegistrar {
             })
         subscriptions.append(
             connection.subscribe(
-                sender: BlueZNames.service, path: ObjectPath(BlueZNames.root), interface: BlueZNames.objectManager,
+                sender: BlueZNames.service, path: BlueZNames.root, interface: BlueZNames.objectManager,
                 member: "InterfacesRemoved", arg0: nil
             ) { [unowned self] message in
                 guard message.sender == self.application.trustedSender,
@@ -96,7 +96,7 @@ public final class BlueZRegistrar {
             })
         logger.info("waiting for org.bluez")
         connection.call(
-            destination: BlueZNames.dbusService, path: ObjectPath(BlueZNames.dbusPath)!,
+            destination: BlueZNames.dbusService, path: BlueZNames.dbusPath,
             interface: BlueZNames.dbusInterface, member: "GetNameOwner", arguments: [.string(BlueZNames.service)]
         ) { [unowned self] result in
             guard self.state == .starting else { return }
@@ -135,7 +135,7 @@ public final class BlueZRegistrar {
     private func findAdapter() {
         let attempt = generation
         connection.call(
-            destination: BlueZNames.service, path: ObjectPath(BlueZNames.root)!,
+            destination: BlueZNames.service, path: BlueZNames.root,
             interface: BlueZNames.objectManager, member: "GetManagedObjects", arguments: []
         ) { [unowned self] result in
             guard attempt == self.generation else { return }
@@ -172,7 +172,7 @@ public final class BlueZRegistrar {
             state = .waitingForAdapter(preferredAdapter)
             return
         }
-        adapterPath = chosen
+        adapterPath = try? ObjectPath(chosen)
         onAdapterChange?(chosen, application.trustedSender)
         logger.info(
             "using adapter",
@@ -188,7 +188,7 @@ public final class BlueZRegistrar {
     }
 
     private func interfacesRemoved(path: String, interfaces: [String]) {
-        guard path == adapterPath,
+        guard path == adapterPath?.rawValue,
             interfaces.contains(BlueZNames.gattManager) || interfaces.contains(BlueZNames.adapter)
         else { return }
         generation += 1
@@ -206,7 +206,7 @@ public final class BlueZRegistrar {
         let attempt = generation
         state = .registering(adapter: name)
         connection.call(
-            destination: BlueZNames.service, path: ObjectPath(adapterPath)!, interface: BlueZNames.gattManager,
+            destination: BlueZNames.service, path: adapterPath, interface: BlueZNames.gattManager,
             member: "RegisterApplication",
             arguments: [.objectPath(application.rootPath), .variantDictionary([])]
         ) { [unowned self] result in
@@ -221,7 +221,7 @@ public final class BlueZRegistrar {
                     "bluetoothd refused the GATT application",
                     metadata: ["adapter": "\(name)", "error": "\(error.name): \(error.message)"])
                 self.state = .failed(adapter: name, reason: error.message)
-                if error.name == DBusError.noReply {
+                if error.name == DBusError.Name.noReply {
                     self.scheduleRetry { self.register() }
                 }
             }
@@ -257,7 +257,7 @@ public final class BlueZRegistrar {
             return
         }
         connection.call(
-            destination: BlueZNames.service, path: ObjectPath(adapterPath)!, interface: BlueZNames.gattManager,
+            destination: BlueZNames.service, path: adapterPath, interface: BlueZNames.gattManager,
             member: "UnregisterApplication", arguments: [.objectPath(application.rootPath)],
             timeout: .seconds(1)
         ) { [unowned self] result in

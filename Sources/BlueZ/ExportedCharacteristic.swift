@@ -37,7 +37,7 @@ final class ExportedCharacteristic: DBusObject {
     }
 
     func setProperty(_ name: String, interface: String, value: DBusValue) throws(DBusError) {
-        throw DBusError(name: DBusError.propertyReadOnly, message: "\(interface).\(name) is read-only")
+        throw DBusError.propertyReadOnly("\(interface).\(name) is read-only")
     }
 
     func handle(_ call: MethodCall) {

@@ -36,7 +36,7 @@ final class ExportedDescriptor: DBusObject {
     }
 
     func setProperty(_ name: String, interface: String, value: DBusValue) throws(DBusError) {
-        throw DBusError(name: DBusError.propertyReadOnly, message: "\(interface).\(name) is read-only")
+        throw DBusError.propertyReadOnly("\(interface).\(name) is read-only")
     }
 
     func handle(_ call: MethodCall) {

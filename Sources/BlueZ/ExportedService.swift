@@ -27,10 +27,10 @@ final class ExportedService: DBusObject {
     }
 
     func setProperty(_ name: String, interface: String, value: DBusValue) throws(DBusError) {
-        throw DBusError(name: DBusError.propertyReadOnly, message: "\(interface).\(name) is read-only")
+        throw DBusError.propertyReadOnly("\(interface).\(name) is read-only")
     }
 
     func handle(_ call: MethodCall) {
-        call.fail(DBusError(name: DBusError.unknownMethod, message: "No method \(call.member ?? "")"))
+        call.fail(DBusError.unknownMethod("No method \(call.member ?? "")"))
     }
 }

@@ -25,7 +25,7 @@ public final class GattApplication {
     public init(
         configuration: Configuration, database: AttributeDatabase, connection: BusConnection, logger: Logger
     ) throws(DBusError) {
-        self.rootPath = ObjectPath(BlueZNames.applicationRoot)!
+        self.rootPath = BlueZNames.applicationRoot
         self.connection = connection
         self.database = database
         self.logger = logger
@@ -55,7 +55,7 @@ public final class GattApplication {
         var used = Set<String>()
         var servicePaths: [String: ObjectPath] = [:]
         for service in configuration.servicesInRegistrationOrder {
-            let path = uniquePath(rootPath, element: service.id, used: &used)
+            let path = try uniquePath(rootPath, element: service.id, used: &used)
             servicePaths[service.id] = path
             let exported = ExportedService(path: path, definition: service)
             exported.includes = service.includes.compactMap { servicePaths[$0] }
@@ -63,7 +63,7 @@ public final class GattApplication {
             try export(exported, at: path)
             for characteristic in service.characteristics {
                 guard let attribute = database[characteristic.id] else { continue }
-                let characteristicPath = uniquePath(path, element: characteristic.id, used: &used)
+                let characteristicPath = try uniquePath(path, element: characteristic.id, used: &used)
                 let object = ExportedCharacteristic(
                     path: characteristicPath, servicePath: path, attribute: attribute,
                     flags: characteristic.flags.map(\.rawValue), requests: requests)
@@ -71,7 +71,7 @@ public final class GattApplication {
                 try export(object, at: characteristicPath)
                 for (index, descriptor) in characteristic.descriptors.enumerated() {
                     guard let descriptorAttribute = database[descriptor.id] else { continue }
-                    let descriptorPath = ObjectPath(characteristicPath.rawValue + "/desc\(index)")!
+                    let descriptorPath = try characteristicPath.appending("desc\(index)")
                     let object = ExportedDescriptor(
                         path: descriptorPath, characteristicPath: characteristicPath,
                         attribute: descriptorAttribute, flags: descriptor.flags.map(\.rawValue),
@@ -97,16 +97,21 @@ public final class GattApplication {
     /// bluetoothd turns into a notification or indication for every subscribed central.
     private func valueChanged(_ attribute: Attribute) {
         guard attribute.isNotifying, let object = characteristics[attribute.id] else { return }
-        connection.emitPropertiesChanged(
-            path: object.path, interface: BlueZNames.gattCharacteristic,
-            changed: [("Value", .bytes(attribute.value))], invalidated: [])
+        do {
+            try connection.emitPropertiesChanged(
+                path: object.path, interface: BlueZNames.gattCharacteristic,
+                changed: [("Value", .bytes(attribute.value))], invalidated: [])
+        } catch {
+            logger.error("could not notify", metadata: ["gatt.id": "\(attribute.id)", "error": "\(error)"])
+            return
+        }
         logger.debug("notified", metadata: ["gatt.id": "\(attribute.id)", "length": "\(attribute.value.count)"])
     }
 }
 
 /// `parent/<element>` with every character outside `[A-Za-z0-9_]` replaced by `_`, made
 /// unique with a numeric suffix if two ids collide after that.
-func uniquePath(_ parent: ObjectPath, element: String, used: inout Set<String>) -> ObjectPath {
+func uniquePath(_ parent: ObjectPath, element: String, used: inout Set<String>) throws(DBusError) -> ObjectPath {
     var sanitized = String(
         String.UnicodeScalarView(
             element.unicodeScalars.map { scalar in
@@ -123,5 +128,5 @@ func uniquePath(_ parent: ObjectPath, element: String, used: inout Set<String>) 
         suffix += 1
     }
     used.insert(candidate)
-    return ObjectPath(candidate)!
+    return try ObjectPath(candidate)
 }

@@ -9,9 +9,9 @@ enum GattInterfaces {
         name: BlueZNames.gattService,
         methods: [],
         properties: [
-            DBusProperty(name: "UUID", signature: "s", access: .read),
-            DBusProperty(name: "Primary", signature: "b", access: .read),
-            DBusProperty(name: "Includes", signature: "ao", access: .read),
+            DBusProperty("UUID", signature: "s", access: .read),
+            DBusProperty("Primary", signature: "b", access: .read),
+            DBusProperty("Includes", signature: "ao", access: .read),
         ],
         signals: [])
 
@@ -20,32 +20,32 @@ enum GattInterfaces {
     static let characteristic = DBusInterface(
         name: BlueZNames.gattCharacteristic,
         methods: [
-            DBusMethod(name: "ReadValue", inSignature: "a{sv}", outSignature: "ay"),
-            DBusMethod(name: "WriteValue", inSignature: "aya{sv}", outSignature: ""),
-            DBusMethod(name: "StartNotify", inSignature: "", outSignature: ""),
-            DBusMethod(name: "StopNotify", inSignature: "", outSignature: ""),
-            DBusMethod(name: "Confirm", inSignature: "", outSignature: ""),
+            DBusMethod("ReadValue", inSignature: "a{sv}", outSignature: "ay"),
+            DBusMethod("WriteValue", inSignature: "aya{sv}", outSignature: ""),
+            DBusMethod("StartNotify", inSignature: "", outSignature: ""),
+            DBusMethod("StopNotify", inSignature: "", outSignature: ""),
+            DBusMethod("Confirm", inSignature: "", outSignature: ""),
         ],
         properties: [
-            DBusProperty(name: "UUID", signature: "s", access: .read),
-            DBusProperty(name: "Service", signature: "o", access: .read),
-            DBusProperty(name: "Flags", signature: "as", access: .read),
-            DBusProperty(name: "Value", signature: "ay", access: .read),
-            DBusProperty(name: "Notifying", signature: "b", access: .read),
+            DBusProperty("UUID", signature: "s", access: .read),
+            DBusProperty("Service", signature: "o", access: .read),
+            DBusProperty("Flags", signature: "as", access: .read),
+            DBusProperty("Value", signature: "ay", access: .read),
+            DBusProperty("Notifying", signature: "b", access: .read),
         ],
         signals: [])
 
     static let descriptor = DBusInterface(
         name: BlueZNames.gattDescriptor,
         methods: [
-            DBusMethod(name: "ReadValue", inSignature: "a{sv}", outSignature: "ay"),
-            DBusMethod(name: "WriteValue", inSignature: "aya{sv}", outSignature: ""),
+            DBusMethod("ReadValue", inSignature: "a{sv}", outSignature: "ay"),
+            DBusMethod("WriteValue", inSignature: "aya{sv}", outSignature: ""),
         ],
         properties: [
-            DBusProperty(name: "UUID", signature: "s", access: .read),
-            DBusProperty(name: "Characteristic", signature: "o", access: .read),
-            DBusProperty(name: "Flags", signature: "as", access: .read),
-            DBusProperty(name: "Value", signature: "ay", access: .read),
+            DBusProperty("UUID", signature: "s", access: .read),
+            DBusProperty("Characteristic", signature: "o", access: .read),
+            DBusProperty("Flags", signature: "as", access: .read),
+            DBusProperty("Value", signature: "ay", access: .read),
         ],
         signals: [])
 }

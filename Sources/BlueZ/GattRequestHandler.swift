@@ -49,7 +49,7 @@ final class GattRequestHandler {
                 logger.debug("indication confirmed", metadata: ["gatt.id": "\(attribute.id)"])
                 call.reply()
             default:
-                call.fail(DBusError(name: DBusError.unknownMethod, message: "No method \(member)"))
+                call.fail(DBusError.unknownMethod("No method \(member)"))
             }
         } catch {
             logger.info(

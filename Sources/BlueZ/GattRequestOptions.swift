@@ -25,7 +25,7 @@ struct GattRequestOptions: Equatable {
             switch key {
             case "device":
                 guard let path = variant.asObjectPath else { throw Self.wrongType(method, key, "o") }
-                device = path
+                device = path.rawValue
             case "offset":
                 guard let number = variant.asUInt16 else { throw Self.wrongType(method, key, "q") }
                 offset = Int(number)

@@ -150,7 +150,7 @@ final class Daemon {
         }
     }
 
-    private func notify(_ send: () throws(SystemdError) -> Bool) {
+    private func notify(_ send: () throws -> Bool) {
         do { _ = try send() } catch { logger.warning("sd_notify failed", metadata: ["error": "\(error)"]) }
     }
 

@@ -69,7 +69,7 @@ func defaultConfigPath() -> String {
 }
 
 func printError(_ line: String) {
-    var text = line
-    text.append("\n")
-    _ = text.withCString { fputs($0, stderr) }
+    var bytes = Array(line.utf8)
+    bytes.append(0x0A)
+    _ = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
 }
