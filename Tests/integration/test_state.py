@@ -157,13 +157,14 @@ def test_full_disk_refuses_the_write_and_keeps_serving(start_gattd, standin, tin
     g, _ = start(start_gattd, standin, tiny_tmpfs)
     write(standin, LABEL, b"before")
     filler = os.path.join(tiny_tmpfs, "filler")
-    with open(filler, "wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * 4096)
-                f.flush()
-        except OSError:
-            pass
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
     assert att_write(standin, LABEL, b"lost") == ATT_UNLIKELY
     assert read(standin, LABEL) == b"before", "a refused write must not stay in memory"
     assert bytes.fromhex(state_file(tiny_tmpfs)["characteristics"]["label"]["value"]) == b"before"
