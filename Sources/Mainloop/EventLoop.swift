@@ -209,9 +209,7 @@ public final class EventLoop {
         while let timer = timers.first, timer.deadline <= now {
             timers.remove(timer)
             if let period = timer.period {
-                var next = timer.deadline + period
-                if next <= now { next += ((now - next) / period + 1) * period }
-                timer.deadline = next
+                timer.deadline = LoopTimer.nextDeadline(after: timer.deadline, period: period, now: now)
                 timers.insert(timer)
             }
             timer.handler()

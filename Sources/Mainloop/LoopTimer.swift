@@ -31,4 +31,13 @@ public final class LoopTimer {
         guard heapIndex >= 0 else { return }
         loop?.timers.remove(self)
     }
+
+    /// The deadline after `previous` for a timer repeating every `period` nanoseconds:
+    /// `previous + period` (no drift), or when the loop is already past that, the first
+    /// slot of the same phase still in the future (missed periods are skipped, not queued).
+    static func nextDeadline(after previous: Int64, period: Int64, now: Int64) -> Int64 {
+        var next = previous + period
+        if next <= now { next += ((now - next) / period + 1) * period }
+        return next
+    }
 }

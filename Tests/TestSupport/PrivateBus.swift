@@ -29,8 +29,17 @@ public final class PrivateBus {
                          "--nofork", "--nopidfile", "--print-address=3"]
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
+        // Test threads (libdispatch workers) block most signals and a spawned child inherits
+        // that mask; reset it so the daemon can be terminated.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var emptyMask = sigset_t()
+        sigemptyset(&emptyMask)
+        posix_spawnattr_setsigmask(&attributes, &emptyMask)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
         var child: pid_t = 0
-        let status = posix_spawn(&child, "/usr/bin/dbus-daemon", &actions, nil, &argv, environ)
+        let status = posix_spawn(&child, "/usr/bin/dbus-daemon", &actions, &attributes, &argv, environ)
         close(fds[1])
         guard status == 0 else {
             close(fds[0])
@@ -51,7 +60,7 @@ public final class PrivateBus {
     }
 
     deinit {
-        kill(pid, SIGTERM)
+        kill(pid, SIGKILL)
         var status: Int32 = 0
         waitpid(pid, &status, 0)
     }
