@@ -17,11 +17,6 @@ from conftest import CONFIGS, gattd_binary
 from harness import Standin
 
 WAIT_MS = dbus.UInt32(10000)
-# Known intermittent failure (issue 3, still open): now and then an advertisement's
-# "advertisement registered" line never shows although the stand-in registered it. Until
-# that is found, the tests that need gattd's advertiser running do not decide CI.
-FLAKY = pytest.mark.xfail(strict=False, reason="issue 3: intermittent missing advertisement registration")
-
 MAIN = "/org/gattd/adv/main"
 BEACON = "/org/gattd/adv/beacon"
 
@@ -94,7 +89,6 @@ def all_keys(start_gattd, standin):
     assert g.alive(), "gattd exited during the test"
 
 
-@FLAKY
 def test_every_key_reaches_bluez_with_its_dbus_type(all_keys):
     _, adverts = all_keys
     main = adverts[MAIN]
@@ -127,7 +121,6 @@ def test_every_key_reaches_bluez_with_its_dbus_type(all_keys):
     assert "/org/gattd/adv/spare" not in adverts
 
 
-@FLAKY
 def test_alias_is_set_on_the_adapter(all_keys, private_bus):
     conn = private_bus.connect()
     adapter = conn.get_object("org.bluez", "/org/bluez/hci0", introspect=False)
@@ -135,14 +128,12 @@ def test_alias_is_set_on_the_adapter(all_keys, private_bus):
     assert str(alias) == "gattd demo"
 
 
-@FLAKY
 def test_ignored_settings_are_warned_about(all_keys):
     g, _ = all_keys
     line = g.child.wait_for_line("ignored by this BlueZ", 10)
     assert line is not None and "main" in line and "minInterval" in line
 
 
-@FLAKY
 def test_comes_back_after_bluetoothd_restarts(all_keys, standin):
     g, _ = all_keys
     standin.restart()
@@ -151,7 +142,6 @@ def test_comes_back_after_bluetoothd_restarts(all_keys, standin):
     assert str(adverts[MAIN]["properties"]["LocalName"]) == "gattd-demo"
 
 
-@FLAKY
 def test_comes_back_after_the_adapter_leaves_and_returns(all_keys, standin):
     g, _ = all_keys
     standin.call("RemoveAdapter", "hci0")
@@ -161,7 +151,6 @@ def test_comes_back_after_the_adapter_leaves_and_returns(all_keys, standin):
     assert set(adverts) == {MAIN, BEACON}
 
 
-@FLAKY
 def test_power_cycle_keeps_advertising(all_keys, standin):
     g, _ = all_keys
     standin.call("SetPowered", False)
@@ -171,7 +160,6 @@ def test_power_cycle_keeps_advertising(all_keys, standin):
     assert sorted(adverts_by_path(standin)) == [BEACON, MAIN]
 
 
-@FLAKY
 def test_release_brings_the_advertisement_back(all_keys, standin):
     g, _ = all_keys
     standin.call("ReleaseAdvert", dbus.ObjectPath(MAIN))
@@ -180,7 +168,6 @@ def test_release_brings_the_advertisement_back(all_keys, standin):
     assert MAIN in adverts and BEACON in adverts
 
 
-@FLAKY
 def test_timed_out_advertisement_is_not_registered_again(start_gattd, standin):
     g = start_gattd("adv-timeout.json")
     standin.call("WaitForAdvert", WAIT_MS)
@@ -197,7 +184,6 @@ def one_instance(private_bus, tmp_path):
     sd.stop()
 
 
-@FLAKY
 def test_instance_limit_is_explained(start_gattd, one_instance):
     g = start_gattd("adv-all-keys.json")
     line = g.child.wait_for_line("free advertising instance", 10)

@@ -40,6 +40,11 @@ class LineReader:
                 return line
         deadline = time.monotonic() + timeout
         while True:
+            # Complete lines left over from the last read come first: a chunk can hold
+            # several lines, and the call that read it may have returned at the first.
+            line = self._next_buffered(predicate)
+            if line is not None:
+                return line
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
@@ -48,17 +53,21 @@ class LineReader:
                 return None
             chunk = os.read(self.fd, 65536)
             if not chunk:
-                return None
+                return self._next_buffered(predicate)
             self.buf += chunk
-            while b"\n" in self.buf:
-                raw, self.buf = self.buf.split(b"\n", 1)
-                line = raw.decode(errors="replace")
-                self.lines.append(line)
-                if self.echo_to is not None:
-                    self.echo_to.write(line + "\n")
-                    self.echo_to.flush()
-                if predicate(line):
-                    return line
+
+    def _next_buffered(self, predicate):
+        """Moves complete lines from the buffer to `lines`; the first matching one, or None."""
+        while b"\n" in self.buf:
+            raw, self.buf = self.buf.split(b"\n", 1)
+            line = raw.decode(errors="replace")
+            self.lines.append(line)
+            if self.echo_to is not None:
+                self.echo_to.write(line + "\n")
+                self.echo_to.flush()
+            if predicate(line):
+                return line
+        return None
 
 
 class PrivateBus:
