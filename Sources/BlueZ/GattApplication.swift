@@ -18,7 +18,7 @@ public final class GattApplication {
     let database: AttributeDatabase
     let requests: GattRequestHandler
     private(set) var services: [ExportedService] = []
-    private(set) var characteristics: [String: ExportedCharacteristic] = [:]
+    private(set) var characteristics: [String: ExportedAttribute] = [:]
     private var exportedPaths: [ObjectPath] = []
     let logger: Logger
 
@@ -64,16 +64,16 @@ public final class GattApplication {
             for characteristic in service.characteristics {
                 guard let attribute = database[characteristic.id] else { continue }
                 let characteristicPath = try uniquePath(path, element: characteristic.id, used: &used)
-                let object = ExportedCharacteristic(
-                    path: characteristicPath, servicePath: path, attribute: attribute,
+                let object = ExportedAttribute(
+                    path: characteristicPath, parentPath: path, attribute: attribute,
                     flags: characteristic.flags.map(\.rawValue), requests: requests)
                 characteristics[characteristic.id] = object
                 try export(object, at: characteristicPath)
                 for (index, descriptor) in characteristic.descriptors.enumerated() {
                     guard let descriptorAttribute = database[descriptor.id] else { continue }
                     let descriptorPath = try characteristicPath.appending("desc\(index)")
-                    let object = ExportedDescriptor(
-                        path: descriptorPath, characteristicPath: characteristicPath,
+                    let object = ExportedAttribute(
+                        path: descriptorPath, parentPath: characteristicPath,
                         attribute: descriptorAttribute, flags: descriptor.flags.map(\.rawValue),
                         requests: requests)
                     try export(object, at: descriptorPath)

@@ -4,34 +4,44 @@ internal import BLEModel
 internal import DBusKit
 internal import DaemonCore
 
-/// A `GattCharacteristic1` object backed by one attribute of the database.
-final class ExportedCharacteristic: DBusObject {
+/// A `GattCharacteristic1` or `GattDescriptor1` object backed by one attribute of the
+/// database. The two interfaces differ only in their parent property (`Service` or
+/// `Characteristic`), `Notifying`, and the notify methods, which the interface
+/// description carries.
+final class ExportedAttribute: DBusObject {
     let path: ObjectPath
-    let servicePath: ObjectPath
+    let parentPath: ObjectPath
     let attribute: Attribute
     let flags: [String]
     unowned let requests: GattRequestHandler
-
-    let interfaces = [GattInterfaces.characteristic]
+    let interfaces: [DBusInterface]
+    private let parentProperty: String
 
     init(
-        path: ObjectPath, servicePath: ObjectPath, attribute: Attribute, flags: [String],
+        path: ObjectPath, parentPath: ObjectPath, attribute: Attribute, flags: [String],
         requests: GattRequestHandler
     ) {
         self.path = path
-        self.servicePath = servicePath
+        self.parentPath = parentPath
         self.attribute = attribute
         self.flags = flags
         self.requests = requests
+        if attribute.isCharacteristic {
+            interfaces = [GattInterfaces.characteristic]
+            parentProperty = "Service"
+        } else {
+            interfaces = [GattInterfaces.descriptor]
+            parentProperty = "Characteristic"
+        }
     }
 
     func property(_ name: String, interface: String) -> DBusValue? {
         switch name {
         case "UUID": return .string(attribute.uuid.description)
-        case "Service": return .objectPath(servicePath)
+        case parentProperty: return .objectPath(parentPath)
         case "Flags": return .stringArray(flags)
         case "Value": return .bytes(attribute.value)
-        case "Notifying": return .bool(attribute.isNotifying)
+        case "Notifying" where attribute.isCharacteristic: return .bool(attribute.isNotifying)
         default: return nil
         }
     }
