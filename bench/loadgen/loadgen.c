@@ -223,7 +223,7 @@ static void pump(uint64_t deadline)
     }
     struct pollfd p[2] = {{sd_bus_get_fd(bus), (short)sd_bus_get_events(bus), 0}, {notify_fd, POLLIN, 0}};
     r = poll(p, notify_fd >= 0 ? 2 : 1, (int)ms);
-    if (r == 0)
+    if (r == 0 && child > 0)
         check_child();
     if (notify_fd >= 0 && (p[1].revents & POLLIN))
         read_notify_socket();
@@ -814,8 +814,7 @@ static void stop_child(void)
             child = -1;
             return;
         }
-        struct timespec ts = {0, 10000000};
-        nanosleep(&ts, NULL); /* bounded wait for the contender's exit, not synchronisation */
+        pump(now_ns() + 10000000ULL); /* keep answering (UnregisterApplication) while it exits */
     }
     kill(child, SIGKILL);
     waitpid(child, NULL, 0);
