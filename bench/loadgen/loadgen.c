@@ -73,7 +73,7 @@ static char app_sender[256], app_path[512], rw_path[512], seq_path[512];
 static char adapter_alias[64] = "gattd-bench";
 static int adapter_powered = 1, adapter_discoverable, adapter_pairable = 1;
 static uint32_t adapter_disc_timeout = 180, adapter_pair_timeout;
-static int fatal_exit;
+static int fatal_exit, stopping;
 
 static uint64_t now_ns(void)
 {
@@ -186,9 +186,11 @@ static void check_child(void)
 {
     int status;
     if (child > 0 && waitpid(child, &status, WNOHANG) == child) {
-        fprintf(stderr, "loadgen: contender exited (status %d)\n", status);
         child = -1;
-        fatal_exit = 1;
+        if (!stopping) {
+            fprintf(stderr, "loadgen: contender exited (status %d)\n", status);
+            fatal_exit = 1;
+        }
     }
 }
 
@@ -808,17 +810,19 @@ static void stop_child(void)
 {
     if (child <= 0)
         return;
+    stopping = 1;
     kill(child, SIGTERM);
-    for (int i = 0; i < 200; i++) {
-        if (waitpid(child, NULL, WNOHANG) == child) {
+    for (int i = 0; i < 200 && child > 0; i++) {
+        if (waitpid(child, NULL, WNOHANG) == child)
             child = -1;
-            return;
-        }
-        pump(now_ns() + 10000000ULL); /* keep answering (UnregisterApplication) while it exits */
+        else
+            pump(now_ns() + 10000000ULL); /* keep answering (UnregisterApplication) while it exits */
     }
-    kill(child, SIGKILL);
-    waitpid(child, NULL, 0);
-    child = -1;
+    if (child > 0) {
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+        child = -1;
+    }
 }
 
 static void usage(void)
