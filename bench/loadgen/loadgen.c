@@ -1,0 +1,952 @@
+// SPDX-License-Identifier: MIT
+/*
+ * loadgen: plays bluetoothd plus one connected central on a (private) bus,
+ * launches one contender GATT application and measures it.
+ *
+ *   loadgen [options] -- contender-argv...
+ *
+ * It owns org.bluez, exports /org/bluez/hci0 (Adapter1, GattManager1,
+ * LEAdvertisingManager1) and /org/bluez (AgentManager1) under an
+ * ObjectManager at /, answers RegisterApplication like bluetoothd (deferred
+ * reply after GetManagedObjects on the caller's application path), then runs
+ * the requested phases against the registered characteristics and prints one
+ * line per phase on stdout:
+ *
+ *   BENCH contender=<label> phase=<name> key=value ...
+ *
+ * Phases (comma list, run in the order given):
+ *   ping     org.freedesktop.DBus.Peer.Ping to the bus daemon, 1 outstanding
+ *   startup  exec -> RegisterApplication call -> reply; exec -> READY=1
+ *   read1    ReadValue, 1 outstanding          (calls/s, p50/p99 latency)
+ *   read8    ReadValue, 8 outstanding
+ *   write    WriteValue with reply, 1 outstanding
+ *   writenr  WriteValue flagged NO_REPLY (as bluetoothd does for
+ *            write-without-response), closed by a read-back that must return
+ *            the last value written (writes from one sender are ordered)
+ *   notify   StartNotify (NO_REPLY), count PropertiesChanged(Value) for
+ *            --notify-secs from the first one, gaps from the 4-byte LE
+ *            sequence number, then StopNotify
+ *   rss      VmHWM of the contender
+ * Each measured phase reports cpu_s_per_10k: contender CPU over the phase
+ * from /proc/<pid>/stat utime+stime (clock ticks) and, more precisely,
+ * schedstat_s_per_10k from the sum of /proc/<pid>/task/<tid>/schedstat.
+ *
+ * The contender inherits DBUS_SYSTEM_BUS_ADDRESS=<bus>, NOTIFY_SOCKET (a
+ * datagram socket read by loadgen) and BENCH_NOTIFY=<--notify-mode>; its
+ * stdout goes to loadgen's stderr.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <systemd/sd-bus.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHR_IFACE "org.bluez.GattCharacteristic1"
+#define SVC_IFACE "org.bluez.GattService1"
+#define RW_UUID "12345678-1234-5678-1234-56789abcdef1"
+#define SEQ_UUID "12345678-1234-5678-1234-56789abcdef2"
+#define DEVICE_PATH "/org/bluez/hci0/dev_00_11_22_33_44_55"
+#define CALL_TIMEOUT_US (10ULL * 1000000ULL)
+
+static sd_bus *bus;
+static const char *label = "contender";
+static pid_t child = -1;
+static int notify_fd = -1;
+static char notify_path[108];
+static uint64_t t_exec, t_regcall, t_registered, t_ready;
+static int registered; /* 1 ok, -1 failed */
+static int services_found;
+static sd_bus_message *pending_register;
+static char app_sender[256], app_path[512], rw_path[512], seq_path[512];
+static char adapter_alias[64] = "gattd-bench";
+static int adapter_powered = 1, adapter_discoverable, adapter_pairable = 1;
+static uint32_t adapter_disc_timeout = 180, adapter_pair_timeout;
+static int fatal_exit, stopping;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void die(const char *what, int r)
+{
+    fprintf(stderr, "loadgen: %s: %s\n", what, strerror(r < 0 ? -r : r));
+    if (child > 0)
+        kill(child, SIGKILL);
+    if (notify_path[0])
+        unlink(notify_path);
+    exit(2);
+}
+
+/* ---- /proc ---------------------------------------------------------------- */
+
+/* utime+stime of the whole process, in clock ticks. */
+static long long proc_ticks(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return -1;
+    unsigned long long ut = 0, st = 0;
+    /* fields after ")": state(3) ... utime(14) stime(15) */
+    if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return -1;
+    return (long long)(ut + st);
+}
+
+/* Sum of on-CPU nanoseconds of the live threads (schedstat field 1). */
+static long long proc_sched_ns(pid_t pid)
+{
+    char path[300];
+    snprintf(path, sizeof path, "/proc/%d/task", pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    long long sum = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/%d/task/%s/schedstat", pid, e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        unsigned long long ns;
+        if (fscanf(f, "%llu", &ns) == 1)
+            sum += (long long)ns;
+        fclose(f);
+    }
+    closedir(d);
+    return sum;
+}
+
+static long proc_status_kb(pid_t pid, const char *key)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    long kb = -1;
+    size_t klen = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, key, klen) == 0 && line[klen] == ':')
+            kb = strtol(line + klen + 1, NULL, 10);
+    fclose(f);
+    return kb;
+}
+
+struct cpu_mark {
+    long long ticks, sched_ns;
+};
+
+static struct cpu_mark cpu_now(void)
+{
+    struct cpu_mark m = {proc_ticks(child), proc_sched_ns(child)};
+    return m;
+}
+
+/* " cpu_s_per_10k=... schedstat_s_per_10k=..." for `ops` operations. */
+static void print_cpu(struct cpu_mark a, struct cpu_mark b, long ops)
+{
+    double hz = (double)sysconf(_SC_CLK_TCK);
+    if (ops <= 0 || a.ticks < 0 || b.ticks < 0) {
+        printf(" cpu_s_per_10k=- schedstat_s_per_10k=-");
+        return;
+    }
+    printf(" cpu_s_per_10k=%.4f schedstat_s_per_10k=%.4f",
+           (double)(b.ticks - a.ticks) / hz * 10000.0 / (double)ops,
+           (double)(b.sched_ns - a.sched_ns) / 1e9 * 10000.0 / (double)ops);
+}
+
+/* ---- loop ----------------------------------------------------------------- */
+
+static void check_child(void)
+{
+    int status;
+    if (child > 0 && waitpid(child, &status, WNOHANG) == child) {
+        child = -1;
+        if (!stopping) {
+            fprintf(stderr, "loadgen: contender exited (status %d)\n", status);
+            fatal_exit = 1;
+        }
+    }
+}
+
+static void read_notify_socket(void)
+{
+    char buf[4096];
+    ssize_t n;
+    while ((n = recv(notify_fd, buf, sizeof buf - 1, MSG_DONTWAIT)) > 0) {
+        buf[n] = 0;
+        if (!t_ready && (strncmp(buf, "READY=1", 7) == 0 || strstr(buf, "\nREADY=1")))
+            t_ready = now_ns();
+    }
+}
+
+/* Processes everything pending, then sleeps at most until `deadline`. */
+static void pump(uint64_t deadline)
+{
+    int r;
+    while ((r = sd_bus_process(bus, NULL)) > 0)
+        ;
+    if (r < 0)
+        die("sd_bus_process", r);
+    uint64_t now = now_ns(), bus_to = UINT64_MAX;
+    sd_bus_get_timeout(bus, &bus_to); /* absolute CLOCK_MONOTONIC us */
+    int64_t ms = deadline > now ? (int64_t)((deadline - now) / 1000000ULL) + 1 : 0;
+    if (ms > 100)
+        ms = 100;
+    if (bus_to != UINT64_MAX) {
+        int64_t bms = (int64_t)(bus_to / 1000ULL) - (int64_t)(now / 1000000ULL);
+        if (bms < ms)
+            ms = bms < 0 ? 0 : bms;
+    }
+    struct pollfd p[2] = {{sd_bus_get_fd(bus), (short)sd_bus_get_events(bus), 0}, {notify_fd, POLLIN, 0}};
+    r = poll(p, notify_fd >= 0 ? 2 : 1, (int)ms);
+    if (r == 0 && child > 0)
+        check_child();
+    if (notify_fd >= 0 && (p[1].revents & POLLIN))
+        read_notify_socket();
+}
+
+static int run_until(int *done, double secs)
+{
+    uint64_t deadline = now_ns() + (uint64_t)(secs * 1e9);
+    while (!*done && !fatal_exit && now_ns() < deadline)
+        pump(deadline);
+    return *done;
+}
+
+/* ---- org.bluez stand-in objects ------------------------------------------ */
+
+static int adapter_get(sd_bus *b, const char *path, const char *iface, const char *prop,
+                       sd_bus_message *reply, void *ud, sd_bus_error *e)
+{
+    (void)b, (void)path, (void)iface, (void)ud, (void)e;
+    if (!strcmp(prop, "Address"))
+        return sd_bus_message_append(reply, "s", "00:AA:BB:CC:DD:EE");
+    if (!strcmp(prop, "AddressType"))
+        return sd_bus_message_append(reply, "s", "public");
+    if (!strcmp(prop, "Name"))
+        return sd_bus_message_append(reply, "s", "bench");
+    if (!strcmp(prop, "Alias"))
+        return sd_bus_message_append(reply, "s", adapter_alias);
+    if (!strcmp(prop, "Class"))
+        return sd_bus_message_append(reply, "u", 0);
+    if (!strcmp(prop, "Powered"))
+        return sd_bus_message_append(reply, "b", adapter_powered);
+    if (!strcmp(prop, "Discoverable"))
+        return sd_bus_message_append(reply, "b", adapter_discoverable);
+    if (!strcmp(prop, "Pairable"))
+        return sd_bus_message_append(reply, "b", adapter_pairable);
+    if (!strcmp(prop, "DiscoverableTimeout"))
+        return sd_bus_message_append(reply, "u", adapter_disc_timeout);
+    if (!strcmp(prop, "PairableTimeout"))
+        return sd_bus_message_append(reply, "u", adapter_pair_timeout);
+    if (!strcmp(prop, "Discovering"))
+        return sd_bus_message_append(reply, "b", 0);
+    if (!strcmp(prop, "UUIDs"))
+        return sd_bus_message_append(reply, "as", 0);
+    if (!strcmp(prop, "Modalias"))
+        return sd_bus_message_append(reply, "s", "usb:v1D6Bp0246d0542");
+    if (!strcmp(prop, "Roles"))
+        return sd_bus_message_append(reply, "as", 2, "central", "peripheral");
+    if (!strcmp(prop, "ActiveInstances"))
+        return sd_bus_message_append(reply, "y", 0);
+    if (!strcmp(prop, "SupportedInstances"))
+        return sd_bus_message_append(reply, "y", 5);
+    if (!strcmp(prop, "SupportedIncludes"))
+        return sd_bus_message_append(reply, "as", 3, "tx-power", "appearance", "local-name");
+    return -ENOENT;
+}
+
+static int adapter_set(sd_bus *b, const char *path, const char *iface, const char *prop,
+                       sd_bus_message *value, void *ud, sd_bus_error *e)
+{
+    (void)b, (void)path, (void)iface, (void)ud, (void)e;
+    if (!strcmp(prop, "Alias")) {
+        const char *s;
+        int r = sd_bus_message_read(value, "s", &s);
+        if (r >= 0)
+            snprintf(adapter_alias, sizeof adapter_alias, "%s", s);
+        return r;
+    }
+    if (!strcmp(prop, "Powered"))
+        return sd_bus_message_read(value, "b", &adapter_powered);
+    if (!strcmp(prop, "Discoverable"))
+        return sd_bus_message_read(value, "b", &adapter_discoverable);
+    if (!strcmp(prop, "Pairable"))
+        return sd_bus_message_read(value, "b", &adapter_pairable);
+    if (!strcmp(prop, "DiscoverableTimeout"))
+        return sd_bus_message_read(value, "u", &adapter_disc_timeout);
+    if (!strcmp(prop, "PairableTimeout"))
+        return sd_bus_message_read(value, "u", &adapter_pair_timeout);
+    return -ENOENT;
+}
+
+static int method_ok(sd_bus_message *m, void *ud, sd_bus_error *e)
+{
+    (void)ud, (void)e;
+    return sd_bus_reply_method_return(m, "");
+}
+
+static int skip_value(sd_bus_message *m)
+{
+    return sd_bus_message_skip(m, "v");
+}
+
+/* Parses a{oa{sa{sv}}}: counts services, finds the two benchmark characteristics. */
+static int parse_objects(sd_bus_message *m)
+{
+    int r = sd_bus_message_enter_container(m, 'a', "{oa{sa{sv}}}");
+    if (r < 0)
+        return r;
+    while ((r = sd_bus_message_enter_container(m, 'e', "oa{sa{sv}}")) > 0) {
+        const char *opath;
+        if ((r = sd_bus_message_read(m, "o", &opath)) < 0)
+            return r;
+        if ((r = sd_bus_message_enter_container(m, 'a', "{sa{sv}}")) < 0)
+            return r;
+        while ((r = sd_bus_message_enter_container(m, 'e', "sa{sv}")) > 0) {
+            const char *iface;
+            if ((r = sd_bus_message_read(m, "s", &iface)) < 0)
+                return r;
+            int is_chr = !strcmp(iface, CHR_IFACE), is_svc = !strcmp(iface, SVC_IFACE);
+            services_found += is_svc;
+            if ((r = sd_bus_message_enter_container(m, 'a', "{sv}")) < 0)
+                return r;
+            while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+                const char *key, *uuid;
+                if ((r = sd_bus_message_read(m, "s", &key)) < 0)
+                    return r;
+                if (is_chr && !strcmp(key, "UUID")) {
+                    if ((r = sd_bus_message_read(m, "v", "s", &uuid)) < 0)
+                        return r;
+                    if (!strcasecmp(uuid, RW_UUID))
+                        snprintf(rw_path, sizeof rw_path, "%s", opath);
+                    else if (!strcasecmp(uuid, SEQ_UUID))
+                        snprintf(seq_path, sizeof seq_path, "%s", opath);
+                } else if ((r = skip_value(m)) < 0)
+                    return r;
+                sd_bus_message_exit_container(m);
+            }
+            sd_bus_message_exit_container(m);
+            sd_bus_message_exit_container(m);
+        }
+        sd_bus_message_exit_container(m);
+        sd_bus_message_exit_container(m);
+    }
+    return sd_bus_message_exit_container(m);
+}
+
+static int on_managed_objects(sd_bus_message *m, void *ud, sd_bus_error *e)
+{
+    (void)ud, (void)e;
+    const char *err = NULL;
+    if (sd_bus_message_is_method_error(m, NULL)) {
+        fprintf(stderr, "loadgen: GetManagedObjects failed: %s\n", sd_bus_message_get_error(m)->name);
+        err = "No object received";
+    } else if (parse_objects(m) < 0 || services_found == 0)
+        err = "No valid service object found";
+    if (err) {
+        sd_bus_reply_method_error(pending_register, &SD_BUS_ERROR_MAKE_CONST("org.bluez.Error.Failed", err));
+        registered = -1;
+    } else {
+        sd_bus_reply_method_return(pending_register, "");
+        registered = 1;
+    }
+    t_registered = now_ns();
+    sd_bus_message_unref(pending_register);
+    pending_register = NULL;
+    return 0;
+}
+
+static int on_signal(sd_bus_message *m, void *ud, sd_bus_error *e);
+
+static int method_register_app(sd_bus_message *m, void *ud, sd_bus_error *e)
+{
+    (void)ud;
+    const char *path;
+    int r = sd_bus_message_read(m, "o", &path);
+    if (r < 0)
+        return sd_bus_error_set(e, "org.bluez.Error.InvalidArguments", "Invalid arguments");
+    if (pending_register || registered > 0)
+        return sd_bus_error_set(e, "org.bluez.Error.AlreadyExists", "Already Exists");
+    t_regcall = now_ns();
+    snprintf(app_sender, sizeof app_sender, "%s", sd_bus_message_get_sender(m));
+    snprintf(app_path, sizeof app_path, "%s", path);
+    pending_register = sd_bus_message_ref(m);
+    char rule[1024];
+    snprintf(rule, sizeof rule, "type='signal',sender='%s',path_namespace='%s'", app_sender, app_path);
+    r = sd_bus_add_match_async(bus, NULL, rule, on_signal, NULL, NULL);
+    if (r < 0)
+        die("add match", r);
+    r = sd_bus_call_method_async(bus, NULL, app_sender, app_path, "org.freedesktop.DBus.ObjectManager",
+                                 "GetManagedObjects", on_managed_objects, NULL, "");
+    if (r < 0)
+        die("GetManagedObjects", r);
+    return 1;
+}
+
+static const sd_bus_vtable adapter_vtable[] = {
+    SD_BUS_VTABLE_START(0),
+    SD_BUS_PROPERTY("Address", "s", adapter_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("AddressType", "s", adapter_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("Name", "s", adapter_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_WRITABLE_PROPERTY("Alias", "s", adapter_get, adapter_set, 0, 0),
+    SD_BUS_PROPERTY("Class", "u", adapter_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_WRITABLE_PROPERTY("Powered", "b", adapter_get, adapter_set, 0, 0),
+    SD_BUS_WRITABLE_PROPERTY("Discoverable", "b", adapter_get, adapter_set, 0, 0),
+    SD_BUS_WRITABLE_PROPERTY("Pairable", "b", adapter_get, adapter_set, 0, 0),
+    SD_BUS_WRITABLE_PROPERTY("DiscoverableTimeout", "u", adapter_get, adapter_set, 0, 0),
+    SD_BUS_WRITABLE_PROPERTY("PairableTimeout", "u", adapter_get, adapter_set, 0, 0),
+    SD_BUS_PROPERTY("Discovering", "b", adapter_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("UUIDs", "as", adapter_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("Modalias", "s", adapter_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("Roles", "as", adapter_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_METHOD("StartDiscovery", "", "", method_ok, 0),
+    SD_BUS_METHOD("StopDiscovery", "", "", method_ok, 0),
+    SD_BUS_METHOD("SetDiscoveryFilter", "a{sv}", "", method_ok, 0),
+    SD_BUS_VTABLE_END,
+};
+
+static const sd_bus_vtable gatt_manager_vtable[] = {
+    SD_BUS_VTABLE_START(0),
+    SD_BUS_METHOD("RegisterApplication", "oa{sv}", "", method_register_app, 0),
+    SD_BUS_METHOD("UnregisterApplication", "o", "", method_ok, 0),
+    SD_BUS_VTABLE_END,
+};
+
+static const sd_bus_vtable adv_manager_vtable[] = {
+    SD_BUS_VTABLE_START(0),
+    SD_BUS_PROPERTY("ActiveInstances", "y", adapter_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("SupportedInstances", "y", adapter_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("SupportedIncludes", "as", adapter_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_METHOD("RegisterAdvertisement", "oa{sv}", "", method_ok, 0),
+    SD_BUS_METHOD("UnregisterAdvertisement", "o", "", method_ok, 0),
+    SD_BUS_VTABLE_END,
+};
+
+static const sd_bus_vtable agent_manager_vtable[] = {
+    SD_BUS_VTABLE_START(0),
+    SD_BUS_METHOD("RegisterAgent", "os", "", method_ok, 0),
+    SD_BUS_METHOD("UnregisterAgent", "o", "", method_ok, 0),
+    SD_BUS_METHOD("RequestDefaultAgent", "o", "", method_ok, 0),
+    SD_BUS_VTABLE_END,
+};
+
+/* ---- RPC phases ----------------------------------------------------------- */
+
+enum call_kind { CALL_PING, CALL_READ, CALL_WRITE };
+
+struct rpc;
+struct call_ctx {
+    struct rpc *rpc;
+    long idx;
+};
+
+struct rpc {
+    enum call_kind kind;
+    struct call_ctx *ctx;
+    long n, issued, done, errors, bad;
+    uint64_t *start, *lat;
+    uint64_t last_reply;
+    int finished;
+    int check_value; /* compare each read reply with expect[] */
+    unsigned char expect[4];
+};
+
+static int append_options(sd_bus_message *m)
+{
+    return sd_bus_message_append(m, "a{sv}", 3, "device", "o", DEVICE_PATH, "link", "s", "LE", "mtu", "q",
+                                 (uint16_t)517);
+}
+
+static sd_bus_message *new_call(enum call_kind kind, long idx)
+{
+    sd_bus_message *m = NULL;
+    int r;
+    if (kind == CALL_PING)
+        r = sd_bus_message_new_method_call(bus, &m, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                           "org.freedesktop.DBus.Peer", "Ping");
+    else
+        r = sd_bus_message_new_method_call(bus, &m, app_sender, rw_path, CHR_IFACE,
+                                           kind == CALL_READ ? "ReadValue" : "WriteValue");
+    if (r < 0)
+        die("new call", r);
+    if (kind == CALL_WRITE) {
+        uint8_t v[4] = {(uint8_t)idx, (uint8_t)(idx >> 8), (uint8_t)(idx >> 16), (uint8_t)(idx >> 24)};
+        if ((r = sd_bus_message_append_array(m, 'y', v, 4)) < 0)
+            die("append", r);
+    }
+    if (kind != CALL_PING && (r = append_options(m)) < 0)
+        die("append", r);
+    return m;
+}
+
+static int on_rpc_reply(sd_bus_message *m, void *ud, sd_bus_error *e);
+
+static void rpc_issue(struct rpc *p)
+{
+    long idx = p->issued++;
+    sd_bus_message *m = new_call(p->kind, idx);
+    p->start[idx] = now_ns();
+    p->ctx[idx] = (struct call_ctx){p, idx};
+    int r = sd_bus_call_async(bus, NULL, m, on_rpc_reply, &p->ctx[idx], CALL_TIMEOUT_US);
+    sd_bus_message_unref(m);
+    if (r < 0)
+        die("call", r);
+}
+
+static int reply_matches(sd_bus_message *m, const unsigned char *expect)
+{
+    const void *ptr;
+    size_t size;
+    if (sd_bus_message_read_array(m, 'y', &ptr, &size) < 0)
+        return 0;
+    return size == 4 && memcmp(ptr, expect, 4) == 0;
+}
+
+static int on_rpc_reply(sd_bus_message *m, void *ud, sd_bus_error *e)
+{
+    (void)e;
+    struct call_ctx *ctx = ud;
+    struct rpc *p = ctx->rpc;
+    uint64_t t = now_ns();
+    p->done++;
+    p->lat[ctx->idx] = t - p->start[ctx->idx];
+    p->last_reply = t;
+    if (sd_bus_message_is_method_error(m, NULL)) {
+        if (p->errors++ == 0)
+            fprintf(stderr, "loadgen: %s: call failed: %s\n", label, sd_bus_message_get_error(m)->name);
+    } else if (p->check_value && !reply_matches(m, p->expect))
+        p->bad++;
+    if (p->issued < p->n)
+        rpc_issue(p);
+    else if (p->done == p->n)
+        p->finished = 1;
+    return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double pct_us(uint64_t *sorted, long n, double q)
+{
+    long i = (long)(q * (double)(n - 1) + 0.5);
+    return (double)sorted[i] / 1000.0;
+}
+
+/* Runs n calls with `window` outstanding; returns 0 when all completed. */
+static int rpc_run(struct rpc *p, long n, int window, double max_secs)
+{
+    p->n = n;
+    p->start = calloc((size_t)n, sizeof(uint64_t));
+    p->lat = calloc((size_t)n, sizeof(uint64_t));
+    p->ctx = calloc((size_t)n, sizeof(struct call_ctx));
+    for (int i = 0; i < window && p->issued < n; i++)
+        rpc_issue(p);
+    run_until(&p->finished, max_secs);
+    return p->finished ? 0 : -1;
+}
+
+static void rpc_free(struct rpc *p)
+{
+    free(p->start);
+    free(p->lat);
+    free(p->ctx);
+}
+
+static void phase_rpc(const char *name, enum call_kind kind, long n, int window, int check)
+{
+    struct rpc p = {.kind = kind, .check_value = check, .expect = {0x00, 0x11, 0x22, 0x33}};
+    struct cpu_mark c0 = {0, 0}, c1;
+    if (kind != CALL_PING)
+        c0 = cpu_now();
+    uint64_t t0 = now_ns();
+    int r = rpc_run(&p, n, window, 120);
+    uint64_t t1 = p.last_reply ? p.last_reply : now_ns();
+    c1 = kind != CALL_PING ? cpu_now() : c0;
+    printf("BENCH contender=%s phase=%s", label, name);
+    if (r < 0) {
+        printf(" status=timeout done=%ld of=%ld errors=%ld\n", p.done, n, p.errors);
+        rpc_free(&p);
+        fflush(stdout);
+        return;
+    }
+    qsort(p.lat, (size_t)n, sizeof(uint64_t), cmp_u64);
+    double secs = (double)(t1 - t0) / 1e9;
+    printf(" status=ok n=%ld outstanding=%d secs=%.4f rate=%.0f p50_us=%.1f p99_us=%.1f errors=%ld", n, window,
+           secs, (double)n / secs, pct_us(p.lat, n, 0.50), pct_us(p.lat, n, 0.99), p.errors);
+    if (check)
+        printf(" wrong_values=%ld", p.bad);
+    if (kind != CALL_PING)
+        print_cpu(c0, c1, n);
+    printf("\n");
+    fflush(stdout);
+    rpc_free(&p);
+}
+
+/* WriteValue NO_REPLY x n, then one ReadValue that must return the last value. */
+static void phase_writenr(long n)
+{
+    struct cpu_mark c0 = cpu_now();
+    uint64_t t0 = now_ns();
+    for (long i = 0; i < n; i++) {
+        sd_bus_message *m = new_call(CALL_WRITE, i);
+        sd_bus_message_set_expect_reply(m, 0);
+        int r = sd_bus_send(bus, m, NULL);
+        sd_bus_message_unref(m);
+        if (r < 0)
+            die("send", r);
+        if ((i & 63) == 63)
+            while (sd_bus_process(bus, NULL) > 0)
+                ;
+    }
+    struct rpc p = {.kind = CALL_READ, .check_value = 1};
+    long last = n - 1;
+    unsigned char want[4] = {(uint8_t)last, (uint8_t)(last >> 8), (uint8_t)(last >> 16), (uint8_t)(last >> 24)};
+    memcpy(p.expect, want, 4);
+    int r = rpc_run(&p, 1, 1, 120);
+    uint64_t t1 = now_ns();
+    struct cpu_mark c1 = cpu_now();
+    printf("BENCH contender=%s phase=writenr", label);
+    if (r < 0 || p.errors) {
+        printf(" status=%s n=%ld\n", r < 0 ? "timeout" : "error", n);
+    } else {
+        double secs = (double)(t1 - t0) / 1e9;
+        printf(" status=ok n=%ld secs=%.4f rate=%.0f readback_ok=%d", n, secs, (double)n / secs, p.bad == 0);
+        print_cpu(c0, c1, n);
+        printf("\n");
+    }
+    fflush(stdout);
+    rpc_free(&p);
+}
+
+/* ---- notifications -------------------------------------------------------- */
+
+static struct {
+    int active, counting;
+    long count, gaps, reorders, drained;
+    uint32_t prev;
+    int have_prev;
+    uint64_t first, last;
+    uint64_t *arrivals;
+    long cap;
+} ntf;
+
+static int on_signal(sd_bus_message *m, void *ud, sd_bus_error *e)
+{
+    (void)ud, (void)e;
+    if (!ntf.active || !sd_bus_message_is_signal(m, "org.freedesktop.DBus.Properties", "PropertiesChanged"))
+        return 0;
+    const char *path = sd_bus_message_get_path(m);
+    const char *iface;
+    if (!path || strcmp(path, seq_path) || sd_bus_message_read(m, "s", &iface) < 0)
+        return 0;
+    if (sd_bus_message_enter_container(m, 'a', "{sv}") <= 0)
+        return 0;
+    while (sd_bus_message_enter_container(m, 'e', "sv") > 0) {
+        const char *key;
+        if (sd_bus_message_read(m, "s", &key) < 0)
+            return 0;
+        if (strcmp(key, "Value")) {
+            skip_value(m);
+            sd_bus_message_exit_container(m);
+            continue;
+        }
+        const uint8_t *v;
+        size_t size;
+        if (sd_bus_message_enter_container(m, 'v', "ay") <= 0 ||
+            sd_bus_message_read_array(m, 'y', (const void **)&v, &size) < 0)
+            return 0;
+        uint32_t seq = 0;
+        for (size_t i = 0; i < size && i < 4; i++)
+            seq |= (uint32_t)v[i] << (8 * i);
+        uint64_t t = now_ns();
+        if (!ntf.counting) {
+            ntf.drained++;
+            return 0;
+        }
+        if (!ntf.first)
+            ntf.first = t;
+        ntf.last = t;
+        if (ntf.count < ntf.cap)
+            ntf.arrivals[ntf.count] = t;
+        ntf.count++;
+        if (ntf.have_prev) {
+            if (seq > ntf.prev + 1)
+                ntf.gaps += seq - ntf.prev - 1;
+            else if (seq <= ntf.prev)
+                ntf.reorders++;
+        }
+        ntf.prev = seq;
+        ntf.have_prev = 1;
+        return 0;
+    }
+    return 0;
+}
+
+static void send_noreply(const char *member)
+{
+    sd_bus_message *m;
+    int r = sd_bus_message_new_method_call(bus, &m, app_sender, seq_path, CHR_IFACE, member);
+    if (r < 0)
+        die("new call", r);
+    sd_bus_message_set_expect_reply(m, 0);
+    r = sd_bus_send(bus, m, NULL);
+    sd_bus_message_unref(m);
+    if (r < 0)
+        die("send", r);
+}
+
+static void phase_notify(const char *mode, double secs, long max_count)
+{
+    memset(&ntf, 0, sizeof ntf);
+    ntf.cap = 4000000;
+    ntf.arrivals = calloc((size_t)ntf.cap, sizeof(uint64_t));
+    ntf.active = ntf.counting = 1;
+    send_noreply("StartNotify");
+    printf("BENCH contender=%s phase=notify mode=%s", label, mode);
+    /* wait for the first notification */
+    uint64_t deadline = now_ns() + 5000000000ULL;
+    while (!ntf.count && !fatal_exit && now_ns() < deadline)
+        pump(deadline);
+    if (!ntf.count) {
+        printf(" status=none\n");
+        send_noreply("StopNotify");
+        ntf.active = 0;
+        free(ntf.arrivals);
+        fflush(stdout);
+        return;
+    }
+    struct cpu_mark c0 = cpu_now();
+    long count0 = ntf.count, gaps0 = ntf.gaps;
+    uint64_t t0 = ntf.last;
+    deadline = t0 + (uint64_t)(secs * 1e9);
+    while (!fatal_exit && now_ns() < deadline && ntf.count - count0 < max_count)
+        pump(deadline);
+    ntf.counting = 0;
+    uint64_t t1 = ntf.last;
+    struct cpu_mark c1 = cpu_now();
+    send_noreply("StopNotify");
+    long n = ntf.count - count0;
+    double dt = (double)(t1 - t0) / 1e9;
+    /* inter-arrival intervals over the measured window */
+    long k = (ntf.count < ntf.cap ? ntf.count : ntf.cap) - count0;
+    uint64_t *gap_ns = calloc((size_t)(k > 1 ? k : 1), sizeof(uint64_t));
+    for (long i = 1; i < k; i++)
+        gap_ns[i - 1] = ntf.arrivals[count0 + i] - ntf.arrivals[count0 + i - 1];
+    qsort(gap_ns, (size_t)(k > 1 ? k - 1 : 0), sizeof(uint64_t), cmp_u64);
+    printf(" status=ok n=%ld secs=%.4f rate=%.0f gaps=%ld reorders=%ld", n, dt, dt > 0 ? (double)n / dt : 0.0,
+           ntf.gaps - gaps0, ntf.reorders);
+    if (k > 2)
+        printf(" interval_p50_us=%.1f interval_p99_us=%.1f", pct_us(gap_ns, k - 1, 0.5), pct_us(gap_ns, k - 1, 0.99));
+    print_cpu(c0, c1, n);
+    /* drain what is still queued so the next phase starts clean */
+    uint64_t quiet = now_ns() + 300000000ULL;
+    while (!fatal_exit && now_ns() < quiet)
+        pump(quiet);
+    printf(" after_stop=%ld\n", ntf.drained);
+    ntf.active = 0;
+    free(gap_ns);
+    free(ntf.arrivals);
+    fflush(stdout);
+}
+
+/* ---- contender ------------------------------------------------------------ */
+
+static void launch(char **argv, const char *address, const char *mode)
+{
+    notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(notify_path, sizeof notify_path, "/tmp/loadgen-notify-%d", getpid());
+    unlink(notify_path);
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", notify_path);
+    if (bind(notify_fd, (struct sockaddr *)&sa, sizeof sa) < 0)
+        die("bind notify socket", errno);
+    fflush(stdout);
+    t_exec = now_ns();
+    child = fork();
+    if (child < 0)
+        die("fork", errno);
+    if (child == 0) {
+        setenv("DBUS_SYSTEM_BUS_ADDRESS", address, 1);
+        setenv("NOTIFY_SOCKET", notify_path, 1);
+        setenv("BENCH_NOTIFY", mode, 1);
+        dup2(2, 1);
+        execvp(argv[0], argv);
+        fprintf(stderr, "loadgen: exec %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+}
+
+static void stop_child(void)
+{
+    if (child <= 0)
+        return;
+    stopping = 1;
+    kill(child, SIGTERM);
+    for (int i = 0; i < 200 && child > 0; i++) {
+        if (waitpid(child, NULL, WNOHANG) == child)
+            child = -1;
+        else
+            pump(now_ns() + 10000000ULL); /* keep answering (UnregisterApplication) while it exits */
+    }
+    if (child > 0) {
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+        child = -1;
+    }
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: loadgen [--address A] [--label L] [--calls N] [--phases p1,p2,...]\n"
+                    "               [--notify-mode timer|flood] [--notify-secs S] -- contender argv...\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    const char *address = getenv("DBUS_SYSTEM_BUS_ADDRESS");
+    const char *phases = "ping,startup,read1,read8,write,writenr,notify,rss";
+    const char *mode = "timer";
+    long calls = 10000;
+    double notify_secs = 3.0, reg_timeout = 30.0;
+    static const struct option opts[] = {
+        {"address", required_argument, 0, 'a'},     {"label", required_argument, 0, 'l'},
+        {"calls", required_argument, 0, 'n'},       {"phases", required_argument, 0, 'p'},
+        {"notify-mode", required_argument, 0, 'm'}, {"notify-secs", required_argument, 0, 's'},
+        {"register-timeout", required_argument, 0, 't'}, {0, 0, 0, 0},
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "+a:l:n:p:m:s:t:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'a': address = optarg; break;
+        case 'l': label = optarg; break;
+        case 'n': calls = atol(optarg); break;
+        case 'p': phases = optarg; break;
+        case 'm': mode = optarg; break;
+        case 's': notify_secs = atof(optarg); break;
+        case 't': reg_timeout = atof(optarg); break;
+        default: usage();
+        }
+    }
+    if (!address || optind >= argc || calls < 1)
+        usage();
+    signal(SIGPIPE, SIG_IGN);
+
+    int r = sd_bus_new(&bus);
+    if (r >= 0)
+        r = sd_bus_set_address(bus, address);
+    if (r >= 0)
+        r = sd_bus_set_bus_client(bus, 1);
+    if (r >= 0)
+        r = sd_bus_start(bus);
+    if (r < 0)
+        die("connect", r);
+    if ((r = sd_bus_request_name(bus, "org.bluez", 0)) < 0)
+        die("request org.bluez", r);
+    sd_bus_add_object_manager(bus, NULL, "/");
+    sd_bus_add_object_vtable(bus, NULL, "/org/bluez", "org.bluez.AgentManager1", agent_manager_vtable, NULL);
+    sd_bus_add_object_vtable(bus, NULL, "/org/bluez/hci0", "org.bluez.Adapter1", adapter_vtable, NULL);
+    sd_bus_add_object_vtable(bus, NULL, "/org/bluez/hci0", "org.bluez.GattManager1", gatt_manager_vtable, NULL);
+    sd_bus_add_object_vtable(bus, NULL, "/org/bluez/hci0", "org.bluez.LEAdvertisingManager1",
+                             adv_manager_vtable, NULL);
+
+    int launched = 0;
+    char *list = strdup(phases);
+    for (char *ph = strtok(list, ","); ph && !fatal_exit; ph = strtok(NULL, ",")) {
+        if (!strcmp(ph, "ping")) {
+            phase_rpc("ping", CALL_PING, calls, 1, 0);
+            continue;
+        }
+        if (!launched) {
+            launch(argv + optind, address, mode);
+            launched = 1;
+            uint64_t deadline = now_ns() + (uint64_t)(reg_timeout * 1e9);
+            while (!registered && !fatal_exit && now_ns() < deadline)
+                pump(deadline);
+            if (registered <= 0) {
+                printf("BENCH contender=%s phase=startup status=%s\n", label,
+                       registered < 0 ? "rejected" : fatal_exit ? "died" : "timeout");
+                break;
+            }
+            if (!rw_path[0]) {
+                printf("BENCH contender=%s phase=startup status=no-rw-characteristic\n", label);
+                break;
+            }
+            /* warm-up: some runtimes compile or cache on the first calls; checks the value */
+            struct rpc w = {.kind = CALL_READ, .check_value = 1, .expect = {0x00, 0x11, 0x22, 0x33}};
+            long wn = calls / 10 < 200 ? calls / 10 + 1 : 200;
+            int wr = rpc_run(&w, wn, 1, 30);
+            if (wr < 0 || w.errors || w.bad)
+                fprintf(stderr, "loadgen: %s: warm-up reads: %ld errors, %ld wrong values\n", label, w.errors,
+                        w.bad);
+            rpc_free(&w);
+            /* READY=1 may trail registration a little */
+            uint64_t ready_deadline = now_ns() + 200000000ULL;
+            while (!t_ready && now_ns() < ready_deadline)
+                pump(ready_deadline);
+        }
+        if (!strcmp(ph, "startup")) {
+            printf("BENCH contender=%s phase=startup status=ok exec_to_regcall_ms=%.2f exec_to_registered_ms=%.2f",
+                   label, (double)(t_regcall - t_exec) / 1e6, (double)(t_registered - t_exec) / 1e6);
+            if (t_ready)
+                printf(" exec_to_ready_ms=%.2f", (double)(t_ready - t_exec) / 1e6);
+            else
+                printf(" exec_to_ready_ms=-");
+            printf(" services=%d seq_char=%d\n", services_found, seq_path[0] != 0);
+        } else if (!strcmp(ph, "read1"))
+            phase_rpc("read1", CALL_READ, calls, 1, 1);
+        else if (!strcmp(ph, "read8"))
+            phase_rpc("read8", CALL_READ, calls, 8, 1);
+        else if (!strcmp(ph, "write"))
+            phase_rpc("write", CALL_WRITE, calls, 1, 0);
+        else if (!strcmp(ph, "writenr"))
+            phase_writenr(calls);
+        else if (!strcmp(ph, "notify")) {
+            if (!seq_path[0])
+                printf("BENCH contender=%s phase=notify status=no-seq-characteristic\n", label);
+            else
+                phase_notify(mode, notify_secs, calls * 100);
+        } else if (!strcmp(ph, "rss"))
+            printf("BENCH contender=%s phase=rss status=ok vmhwm_kb=%ld vmrss_kb=%ld\n", label,
+                   proc_status_kb(child, "VmHWM"), proc_status_kb(child, "VmRSS"));
+        else
+            fprintf(stderr, "loadgen: unknown phase %s\n", ph);
+        fflush(stdout);
+    }
+    fflush(stdout);
+    stop_child();
+    if (notify_path[0])
+        unlink(notify_path);
+    sd_bus_flush_close_unref(bus);
+    return fatal_exit ? 1 : 0;
+}
