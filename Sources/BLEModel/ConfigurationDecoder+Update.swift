@@ -11,7 +11,7 @@ extension ConfigurationDecoder {
         guard let object = context.object(value, path, allowed: Self.updateKeys) else { return nil }
         var everyMs: Int?
         if let value = object.required("everyMs", &context) {
-            everyMs = context.integer(value, object.path("everyMs"), in: 10...86_400_000).map { Int($0) }
+            everyMs = context.integer(value, object.path("everyMs"), in: 1...86_400_000).map { Int($0) }
         }
         var source: UpdateSource?
         if let value = object.required("source", &context) { source = updateSource(value, object.path("source")) }
