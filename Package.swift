@@ -7,7 +7,8 @@
 //   gattd   -> BlueZ -> DBusKit -> CDBus, Mainloop
 //   gattd   -> DaemonCore -> BLEModel, Mainloop
 //   gattd   -> SystemdKit -> CSystemd
-//   gattctl -> DBusKit, BLEModel
+//   gattd   -> Control -> BlueZ, DaemonCore, DBusKit (org.gattd.Manager1)
+//   gattctl -> Control (names only), DBusKit, BLEModel
 // BLEModel and DaemonCore never see D-Bus; only DBusKit sees libdbus.
 
 import PackageDescription
@@ -56,6 +57,14 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(
+            name: "Control",
+            dependencies: [
+                "DBusKit", "BLEModel", "DaemonCore", "BlueZ", "Mainloop",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
             name: "SystemdKit",
             dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
@@ -63,7 +72,7 @@ let package = Package(
         .executableTarget(
             name: "gattd",
             dependencies: [
-                "BlueZ", "DaemonCore", "BLEModel", "DBusKit", "Mainloop", "SystemdKit",
+                "BlueZ", "Control", "DaemonCore", "BLEModel", "DBusKit", "Mainloop", "SystemdKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -72,7 +81,7 @@ let package = Package(
         .executableTarget(
             name: "gattctl",
             dependencies: [
-                "DBusKit", "BLEModel", "Mainloop",
+                "Control", "DBusKit", "BLEModel", "Mainloop",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -100,6 +109,14 @@ let package = Package(
         .testTarget(
             name: "BlueZTests",
             dependencies: ["BlueZ", "BLEModel", "DBusKit", "DaemonCore"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "ControlTests",
+            dependencies: [
+                "Control", "BlueZ", "BLEModel", "DBusKit", "DaemonCore", "Mainloop", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(

@@ -16,6 +16,7 @@ public final class AttributeDatabase {
     public private(set) var attributes: [Attribute] = []
     private var byID: [String: Attribute] = [:]
     private var observers: [(Attribute, ValueChangeOrigin) -> Void] = []
+    private var writeObservers: [(Attribute, ValueChangeOrigin) -> Void] = []
 
     public init(configuration: Configuration) {
         for service in configuration.services {
@@ -53,6 +54,12 @@ public final class AttributeDatabase {
         observers.append(observer)
     }
 
+    /// Calls `observer` after every accepted write from a central, whether or not it
+    /// changed the value (after the change observers, with the value as stored).
+    public func observeWrites(_ observer: @escaping (Attribute, ValueChangeOrigin) -> Void) {
+        writeObservers.append(observer)
+    }
+
     // MARK: - Central operations
 
     /// The bytes a central gets for a read at `offset`.
@@ -85,6 +92,7 @@ public final class AttributeDatabase {
         }
         let newValue = offset == 0 ? bytes : Array(attribute.value[..<offset]) + bytes
         store(newValue, in: attribute, origin: origin)
+        for observer in writeObservers { observer(attribute, origin) }
         return .success(())
     }
 

@@ -1,2 +1,3 @@
 // SPDX-License-Identifier: MIT
-print("gattctl: not yet")
+
+Gattctl.mainWithDocumentedExitCodes()

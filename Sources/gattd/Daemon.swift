@@ -2,6 +2,7 @@
 
 import BLEModel
 import BlueZ
+import Control
 import DBusKit
 import DaemonCore
 import Glibc
@@ -18,6 +19,8 @@ final class Daemon {
     let application: GattApplication
     let registrar: BlueZRegistrar
     let advertiser: Advertiser
+    /// org.gattd.Manager1: the control API for programs on the board (gattctl).
+    let control: ControlManager
     let logger: Logger
     var exitCode: Int32 = 0
     let notifier = SystemdNotifier()
@@ -42,6 +45,9 @@ final class Daemon {
         registrar = BlueZRegistrar(
             connection: connection, application: application, preferredAdapter: adapter, loop: loop, logger: logger)
         advertiser = try Advertiser(configuration: configuration, connection: connection, loop: loop, logger: logger)
+        control = ControlManager(
+            configuration: configuration, database: database, persistence: persistence, advertiser: advertiser,
+            connection: connection, version: gattdVersion, logger: logger)
     }
 
     /// Loads the saved state into `database` before anything is exported, so the first
@@ -132,10 +138,15 @@ final class Daemon {
             self.exitCode = 1
             self.loop.stop()
         }
+        // Saved on/off states apply before the adapter is known, so a stopped
+        // advertisement is never registered; the control API is served from here on.
+        control.restoreAdvertisementStates()
+        control.start()
         registrar.start()
     }
 
     private func stateChanged(_ state: BlueZRegistrar.State) {
+        control.registrationChanged(state)
         let status: String
         if case .registered(let adapter) = state {
             status = "serving \(plural(application.serviceCount, "service")) on \(adapter)"

@@ -102,6 +102,34 @@ check "nobody may not call org.gattd.*" "AccessDenied" "$(call nobody org.gattd.
 check "nobody may not call Properties" "AccessDenied" "$(call nobody org.freedesktop.DBus.Properties.GetAll string:org.gattd.Test1)"
 check "nobody may not read GATT values" "AccessDenied" "$(call nobody org.bluez.GattCharacteristic1.ReadValue dict:string:string:)"
 check "nobody may introspect" "<node" "$(call nobody org.freedesktop.DBus.Introspectable.Introspect)"
+manager() { # user method [args...]: a control API call on /org/gattd
+    user=$1; method=$2; shift 2
+    as "$user" dbus-send --bus="unix:path=$work/bus" --print-reply --reply-timeout=5000 \
+        --dest=org.gattd /org/gattd "$method" "$@"
+}
+check "group gattd calls Manager1.GetStatus" "policy-test" "$(manager gattdop org.gattd.Manager1.GetStatus)"
+check "nobody may not call Manager1.GetStatus" "AccessDenied" "$(manager nobody org.gattd.Manager1.GetStatus)"
+check "nobody may not call Manager1.SetValue" "AccessDenied" "$(manager nobody org.gattd.Manager1.SetValue string:x array:byte:1)"
+# Signals: a listener subscribes, then root makes the stand-in emit ValueChanged and a
+# marker; what the listener saw before the marker is what the policy let through.
+listen() { # user -> the listener's verdict
+    fifo="$work/listen.$1"
+    mkfifo "$fifo"
+    setpriv --reuid="$1" --regid="$(id -g "$1")" --init-groups -- \
+        /usr/bin/python3 "$here/policy-listener.py" "unix:path=$work/bus" >"$fifo" 2>&1 &
+    listener=$!
+    exec 4<"$fifo"
+    read -r state <&4 || state="no output"
+    if [ "$state" = listening ]; then
+        manager root org.gattd.Test1.Emit >/dev/null
+        read -r state <&4 || state="no verdict"
+    fi
+    exec 4<&-
+    wait "$listener" 2>/dev/null || true
+    printf '%s' "$state"
+}
+check "group gattd receives ValueChanged" "received ValueChanged" "$(listen gattdop)"
+check "nobody does not receive ValueChanged" "no ValueChanged" "$(listen nobody)"
 # The unit sets PrivateNetwork=yes: a file-system AF_UNIX socket stays reachable from a
 # new network namespace (only abstract sockets are per-namespace).
 check "bus reachable with PrivateNetwork" '"pong"' "$(unshare --net setpriv --reuid=gattdop --regid=gattdop --init-groups -- dbus-send --bus="unix:path=$work/bus" --print-reply --dest=org.gattd /org/gattd/app/char0 org.gattd.Test1.Ping 2>&1)"

@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """Stand-in for gattd in check-dbus-policy.sh: owns org.gattd on the bus given as argv[1]
-and exports /org/gattd/app/char0 with org.gattd.Test1.Ping and a GATT ReadValue.
-Prints "ready" once the name is owned, "denied" if owning it is refused."""
+and exports /org/gattd/app/char0 with org.gattd.Test1.Ping and a GATT ReadValue, and
+/org/gattd with org.gattd.Manager1.GetStatus and org.gattd.Test1.Emit (emits
+Manager1.ValueChanged, then Test1.Marker). Prints "ready" once the name is owned, "denied"
+if owning it is refused."""
 import sys
 
 import dbus
@@ -21,6 +23,29 @@ class Char(dbus.service.Object):
         return dbus.ByteArray(b"\x2a")
 
 
+class Manager(dbus.service.Object):
+    @dbus.service.method("org.gattd.Manager1", out_signature="a{sv}")
+    def GetStatus(self):
+        return {"Version": "policy-test"}
+
+    @dbus.service.method("org.gattd.Manager1", in_signature="say")
+    def SetValue(self, id, value):
+        pass
+
+    @dbus.service.signal("org.gattd.Manager1", signature="says")
+    def ValueChanged(self, id, value, origin):
+        pass
+
+    @dbus.service.signal("org.gattd.Test1")
+    def Marker(self):
+        pass
+
+    @dbus.service.method("org.gattd.Test1")
+    def Emit(self):
+        self.ValueChanged("secret", dbus.ByteArray(b"\x2a"), "central")
+        self.Marker()
+
+
 DBusGMainLoop(set_as_default=True)
 bus = dbus.bus.BusConnection(sys.argv[1])
 try:
@@ -29,5 +54,6 @@ except dbus.exceptions.DBusException as error:
     print("denied" if "AccessDenied" in error.get_dbus_name() else "error " + str(error), flush=True)
     sys.exit(1)
 char = Char(bus, "/org/gattd/app/char0")
+manager = Manager(bus, "/org/gattd")
 print("ready", flush=True)
 GLib.MainLoop().run()

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+
+public import DBusKit
+
+/// Why a control call was refused; the one mapping to `org.gattd.Error.*`.
+///
+/// `gattctl` maps the names back to its exit codes through `Name`, so the two ends share
+/// one spelling.
+public enum ControlError: Error, Equatable, Sendable {
+    /// No characteristic has this id.
+    case unknownCharacteristic(String)
+    /// The value's length is outside the characteristic's `minLength...maxLength`, the
+    /// same rule a central's write meets.
+    case invalidValueLength(id: String, length: Int, minimum: Int, maximum: Int)
+    /// No advertisement has this id.
+    case unknownAdvertisement(String)
+    /// The new value or advertising state could not be saved; nothing was changed.
+    case notSaved(id: String, reason: String)
+    /// gattd could not do it for another reason, in plain words.
+    case failed(String)
+
+    /// The D-Bus error names, `org.gattd.Error.<Name>`.
+    public enum Name {
+        public static let unknownCharacteristic = ControlNames.errorPrefix + "UnknownCharacteristic"
+        public static let invalidValueLength = ControlNames.errorPrefix + "InvalidValueLength"
+        public static let unknownAdvertisement = ControlNames.errorPrefix + "UnknownAdvertisement"
+        public static let notSaved = ControlNames.errorPrefix + "NotSaved"
+        public static let failed = ControlNames.errorPrefix + "Failed"
+    }
+
+    public var name: String {
+        switch self {
+        case .unknownCharacteristic: Name.unknownCharacteristic
+        case .invalidValueLength: Name.invalidValueLength
+        case .unknownAdvertisement: Name.unknownAdvertisement
+        case .notSaved: Name.notSaved
+        case .failed: Name.failed
+        }
+    }
+
+    /// The human-readable message carried with the error.
+    public var message: String {
+        switch self {
+        case .unknownCharacteristic(let id):
+            "no characteristic has id \"\(id)\""
+        case .invalidValueLength(let id, let length, let minimum, let maximum):
+            "\(id) takes \(minimum)...\(maximum) bytes, got \(length)"
+        case .unknownAdvertisement(let id):
+            "no advertisement has id \"\(id)\""
+        case .notSaved(let id, let reason):
+            "\(id) was not changed: the state could not be saved (\(reason))"
+        case .failed(let text):
+            text
+        }
+    }
+
+    public var dbusError: DBusError { DBusError(name: name, message: message) }
+}

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+
+import BlueZ
+import DBusKit
+import DaemonCore
+
+extension ControlManager {
+    /// Tells the manager where registration stands (the daemon forwards every change).
+    /// A refusal by bluetoothd becomes the `LastError` of `GetStatus`.
+    public func registrationChanged(_ state: BlueZRegistrar.State) {
+        registration = state
+        if case .failed = state { lastError = state.summary }
+    }
+
+    /// `GetStatus`: `Version` s, `Adapter` s ("" while none), `Registered` b,
+    /// `Registration` s (in words), `Advertisements` a{ss} (id -> state), `Advertising` as
+    /// (ids on air), `Subscriptions` u (characteristics with a subscriber), `LastError` s
+    /// ("" when none).
+    func status() -> DBusValue {
+        var adapter = ""
+        var registered = false
+        switch registration {
+        case .registered(let name):
+            adapter = name
+            registered = true
+        case .registering(let name), .failed(let name, _):
+            adapter = name
+        case .waitingForAdapter, .starting, .waitingForBlueZ, .discovering:
+            break
+        }
+        let states = advertiser?.states ?? []
+        let advertisementStates = states.map { entry in
+            DBusDictionaryEntry(key: .string(entry.id), value: .string(Self.describe(entry.state)))
+        }
+        var lastError = self.lastError ?? ""
+        if case .failed = registration { lastError = registration.summary }
+        return .variantDictionary([
+            ("Version", .string(version)),
+            ("Adapter", .string(adapter)),
+            ("Registered", .bool(registered)),
+            ("Registration", .string(registration.summary)),
+            ("Advertisements", .dictionary(keySignature: "s", valueSignature: "s", advertisementStates)),
+            ("Advertising", .stringArray(states.filter { $0.state == .advertising }.map(\.id))),
+            ("Subscriptions", .uint32(UInt32(clamping: database.subscribedCount))),
+            ("LastError", .string(lastError)),
+        ])
+    }
+
+    /// `advertising`, `disabled`, `waiting-for-adapter`, `registering`, `expired`, or
+    /// `refused: <reason>`.
+    static func describe(_ state: Advertiser.State) -> String {
+        switch state {
+        case .disabled: "disabled"
+        case .waitingForAdapter: "waiting-for-adapter"
+        case .registering: "registering"
+        case .advertising: "advertising"
+        case .refused(let reason): "refused: \(reason)"
+        case .expired: "expired"
+        }
+    }
+}

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+
+import BLEModel
+import DBusKit
+import DaemonCore
+import Logging
+
+extension ControlManager {
+    /// One `a{sv}` per characteristic, in configuration order: `Id` s, `Service` s,
+    /// `UUID` s (128-bit, lowercase), `Flags` as, `Value` ay, `Notifying` b, `Persistent` b,
+    /// `MinLength` u, `MaxLength` u.
+    func listCharacteristics() -> DBusValue {
+        let entries: [DBusValue] = characteristics.compactMap { service, definition in
+            guard let attribute = database[definition.id] else { return nil }
+            return .variantDictionary([
+                ("Id", .string(definition.id)),
+                ("Service", .string(service)),
+                ("UUID", .string(attribute.uuid.description)),
+                ("Flags", .stringArray(definition.flags.map(\.rawValue))),
+                ("Value", .bytes(attribute.value)),
+                ("Notifying", .bool(attribute.isNotifying)),
+                ("Persistent", .bool(persistence?.persists(attribute) ?? false)),
+                ("MinLength", .uint32(UInt32(clamping: attribute.minLength))),
+                ("MaxLength", .uint32(UInt32(clamping: attribute.maxLength))),
+            ])
+        }
+        return .array(elementSignature: "a{sv}", entries)
+    }
+
+    func characteristic(id: String) -> Result<Attribute, ControlError> {
+        guard characteristicIndex[id] != nil, let attribute = database[id], attribute.isCharacteristic else {
+            return .failure(.unknownCharacteristic(id))
+        }
+        return .success(attribute)
+    }
+
+    func getValue(id: String) -> Result<[UInt8], ControlError> {
+        characteristic(id: id).map(\.value)
+    }
+
+    /// Sets the value as a program on the board; replies once the value is durable when
+    /// the characteristic persists (on a failed save the value is back as it was).
+    func setValue(id: String, to bytes: [UInt8], call: MethodCall) {
+        let attribute: Attribute
+        switch characteristic(id: id) {
+        case .success(let found): attribute = found
+        case .failure(let error):
+            refuse(call, error)
+            return
+        }
+        if case .failure = database.set(attribute, to: bytes, origin: .control) {
+            refuse(
+                call,
+                .invalidValueLength(
+                    id: id, length: bytes.count, minimum: attribute.minLength, maximum: attribute.maxLength))
+            return
+        }
+        logger.debug("value set", metadata: ["gatt.id": "\(id)", "length": "\(bytes.count)", "sender": "\(call.sender ?? "?")"])
+        guard let persistence else {
+            call.reply()
+            return
+        }
+        persistence.commit(afterWriteTo: attribute) { [weak self] saved in
+            switch saved {
+            case .success:
+                call.reply()
+            case .failure(let error):
+                let refusal = ControlError.notSaved(id: id, reason: "\(error)")
+                self?.lastError = refusal.message
+                self?.refuse(call, refusal)
+            }
+        }
+    }
+}

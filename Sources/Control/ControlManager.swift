@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+
+public import BLEModel
+public import BlueZ
+public import DBusKit
+public import DaemonCore
+public import Logging
+
+/// `org.gattd.Manager1` at `/org/gattd`: the control API other programs on the board use
+/// to read and set values, watch writes and changes, and switch advertisements
+/// (docs/control-api.md).
+///
+/// - Access control is the bus policy (systemd/org.gattd.conf): any caller the bus lets
+///   through is served. The GATT objects keep accepting only `org.bluez`'s owner.
+/// - `start()` exports the object and asks for `org.gattd` without waiting; if the name is
+///   taken or refused, the object is removed again and gattd serves GATT without it.
+/// - `SetValue` goes through `AttributeDatabase.set(_:to:origin: .control)`, so a
+///   subscribed central is notified by the same path as a value-source tick, and its
+///   reply waits for `Persistence.commit(afterWriteTo:reply:)` as a central's write does.
+/// - Lives on the loop thread, like everything it touches.
+public final class ControlManager: DBusObject {
+    /// Where the claim on `org.gattd` stands.
+    public enum NameState: Equatable, Sendable {
+        case notStarted
+        case requesting
+        /// gattd owns `org.gattd`; the API is served.
+        case owned
+        /// Another process owns it or the bus refused it; the API is not served.
+        case unavailable(String)
+    }
+
+    let connection: BusConnection
+    let database: AttributeDatabase
+    let persistence: Persistence?
+    let advertiser: Advertiser?
+    let version: String
+    let logger: Logger
+    /// Characteristic definitions by id, in configuration order.
+    let characteristics: [(service: String, definition: CharacteristicDefinition)]
+    let characteristicIndex: [String: Int]
+    /// The advertisement definitions as last applied (configuration, restored or switched).
+    var advertisements: [String: AdvertisementDefinition]
+    /// Advertisement ids in configuration order.
+    let advertisementOrder: [String]
+
+    /// Where the claim on `org.gattd` stands.
+    public internal(set) var nameState: NameState = .notStarted {
+        didSet { if nameState != oldValue { onNameStateChange?(nameState) } }
+    }
+    /// Called whenever `nameState` changes (tests and logs).
+    public var onNameStateChange: ((NameState) -> Void)?
+    /// The last registration state the daemon reported.
+    var registration: BlueZRegistrar.State = .starting
+    /// The most recent failure worth showing in `GetStatus`.
+    var lastError: String?
+
+    public init(
+        configuration: Configuration, database: AttributeDatabase, persistence: Persistence?,
+        advertiser: Advertiser?, connection: BusConnection, version: String, logger: Logger
+    ) {
+        self.connection = connection
+        self.database = database
+        self.persistence = persistence
+        self.advertiser = advertiser
+        self.version = version
+        self.logger = logger
+        var list: [(service: String, definition: CharacteristicDefinition)] = []
+        for service in configuration.services {
+            for characteristic in service.characteristics { list.append((service.id, characteristic)) }
+        }
+        characteristics = list
+        characteristicIndex = Dictionary(
+            list.enumerated().map { ($0.element.definition.id, $0.offset) }, uniquingKeysWith: { first, _ in first })
+        advertisements = Dictionary(
+            configuration.advertisements.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        self.advertisementOrder = configuration.advertisements.map(\.id)
+    }
+
+    public let interfaces: [DBusInterface] = [
+        DBusInterface(
+            name: ControlNames.managerInterface,
+            methods: [
+                DBusMethod("ListCharacteristics", outSignature: "aa{sv}"),
+                DBusMethod("GetValue", inSignature: "s", outSignature: "ay"),
+                DBusMethod("SetValue", inSignature: "say"),
+                DBusMethod("StartAdvertising", inSignature: "s"),
+                DBusMethod("StopAdvertising", inSignature: "s"),
+                DBusMethod("GetStatus", outSignature: "a{sv}"),
+            ],
+            signals: [
+                DBusSignalDescription("ValueWritten", signature: "says"),
+                DBusSignalDescription("ValueChanged", signature: "says"),
+            ])
+    ]
+
+    public func handle(_ call: MethodCall) {
+        let arguments: [DBusValue]
+        do {
+            arguments = try call.arguments()
+        } catch {
+            call.fail(error)
+            return
+        }
+        let id = arguments.first?.asString ?? ""
+        switch call.member ?? "" {
+        case "ListCharacteristics": call.reply([listCharacteristics()])
+        case "GetValue": answer(call, getValue(id: id).map { [.bytes($0)] })
+        case "SetValue": setValue(id: id, to: arguments.count > 1 ? arguments[1].asBytes ?? [] : [], call: call)
+        case "StartAdvertising": setAdvertising(id: id, enabled: true, call: call)
+        case "StopAdvertising": setAdvertising(id: id, enabled: false, call: call)
+        case "GetStatus": call.reply([status()])
+        default: call.fail(.unknownMethod("no method \(call.member ?? "")"))
+        }
+    }
+
+    func answer(_ call: MethodCall, _ result: Result<[DBusValue], ControlError>) {
+        switch result {
+        case .success(let values): call.reply(values)
+        case .failure(let error): refuse(call, error)
+        }
+    }
+
+    func refuse(_ call: MethodCall, _ error: ControlError) {
+        logger.info(
+            "control call refused",
+            metadata: ["operation": "\(call.member ?? "")", "sender": "\(call.sender ?? "?")", "error": "\(error.message)"])
+        call.fail(error.dbusError)
+    }
+}
