@@ -73,7 +73,6 @@ let package = Package(
             name: "gattd",
             dependencies: [
                 "BlueZ", "Control", "DaemonCore", "BLEModel", "DBusKit", "Mainloop", "SystemdKit",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

@@ -1,37 +1,35 @@
 // SPDX-License-Identifier: MIT
 
-import ArgumentParser
 import BLEModel
 import DaemonCore
 import Glibc
 
 /// `gattd`: serve a JSON-defined GATT application to BlueZ.
-struct GattdCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "gattd",
-        abstract: "Bluetooth LE peripheral daemon: serves a JSON-defined GATT application through BlueZ.",
-        discussion: """
-            Exit status: 0 after a clean stop, 1 when the system bus cannot be reached, \
-            64 for bad command-line usage, 78 (EX_CONFIG) when the configuration is invalid.
-            """)
+struct GattdCommand {
+    let options: GattdOptions
 
-    @Option(name: .long, help: "The service definition (default: $CONFIGURATION_DIRECTORY/gattd.json, else /etc/gattd/gattd.json).")
-    var config: String?
+    static func main() -> Never {
+        let options: GattdOptions
+        do throws(GattdOptions.UsageError) {
+            options = try GattdOptions.parse(Array(CommandLine.arguments.dropFirst()))
+        } catch {
+            printError("gattd: \(error.message)")
+            printError(GattdOptions.usage)
+            exit(64)
+        }
+        if options.help {
+            print(GattdOptions.usage)
+            exit(0)
+        }
+        if options.version {
+            print("gattd \(gattdVersion)")
+            exit(0)
+        }
+        exit(GattdCommand(options: options).run())
+    }
 
-    @Option(name: .long, help: "Adapter to use, e.g. hci0 (overrides the configuration's \"adapter\").")
-    var adapter: String?
-
-    @Option(name: .long, help: "Directory for state.json (default: $STATE_DIRECTORY, else /var/lib/gattd; $STATE_DIRECTORY wins).")
-    var stateDir: String?
-
-    @Flag(name: .long, help: "Validate the configuration, print a summary and exit.")
-    var check = false
-
-    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
-    var logLevel: String = "info"
-
-    func run() throws {
-        let path = config ?? defaultConfigPath()
+    func run() -> Int32 {
+        let path = options.config ?? defaultConfigPath()
         let loaded: LoadedConfiguration
         switch ConfigurationLoader.load(path: path) {
         case .success(let result):
@@ -40,22 +38,23 @@ struct GattdCommand: ParsableCommand {
             for issue in errors.issues { printError("\(path): \(issue)") }
             let count = errors.issues.filter { $0.severity == .error }.count
             printError("\(path): \(count) error\(count == 1 ? "" : "s"); nothing was started")
-            throw ExitCode(78)
+            return 78
         }
         for warning in loaded.warnings { printError("\(path): \(warning)") }
-        if check {
+        if options.check {
             print(CheckReport(path: path, configuration: loaded.configuration).text)
-            return
+            return 0
         }
-        guard let level = parseLogLevel(logLevel) else {
-            throw ValidationError("unknown log level \"\(logLevel)\"")
+        guard let level = parseLogLevel(options.logLevel) else {
+            printError("gattd: unknown log level \"\(options.logLevel)\"")
+            return 64
         }
         let code = Daemon.run(
-            configuration: loaded.configuration, configPath: path, adapter: adapter ?? loaded.configuration.adapter,
+            configuration: loaded.configuration, configPath: path, adapter: options.adapter ?? loaded.configuration.adapter,
             stateDirectory: StateStore.resolveDirectory(
-                environment: getenv("STATE_DIRECTORY").map { String(cString: $0) }, option: stateDir),
+                environment: getenv("STATE_DIRECTORY").map { String(cString: $0) }, option: options.stateDir),
             logLevel: level)
-        if code != 0 { throw ExitCode(code) }
+        return code
     }
 }
 

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: MIT
+
+/// gattd's command line. Hand-parsed: the daemon has six options, and leaving out an
+/// argument-parsing library keeps Foundation out of a binary whose memory counts on a
+/// small board (gattctl, an interactive tool, uses swift-argument-parser).
+struct GattdOptions: Equatable {
+    var config: String?
+    var adapter: String?
+    var stateDir: String?
+    var logLevel = "info"
+    var check = false
+    var help = false
+    var version = false
+
+    struct UsageError: Error, Equatable {
+        let message: String
+    }
+
+    static let usage = """
+        usage: gattd [--config FILE] [--adapter hciN] [--state-dir DIR] [--log-level LEVEL]
+               gattd --check [--config FILE]
+
+        Bluetooth LE peripheral daemon: serves a JSON-defined GATT application and its
+        advertisements through BlueZ (bluetoothd) on the D-Bus system bus.
+
+        options:
+          --config FILE      the service definition (default: $CONFIGURATION_DIRECTORY/gattd.json,
+                             else /etc/gattd/gattd.json)
+          --adapter hciN     adapter to use (overrides the configuration's "adapter")
+          --state-dir DIR    directory for state.json (default: $STATE_DIRECTORY, which wins,
+                             else /var/lib/gattd)
+          --log-level LEVEL  trace, debug, info, notice, warning, error or critical (default info)
+          --check            validate the configuration, print a summary and the advertising
+                             byte budget, and exit
+          --version          print the version and exit
+          -h, --help         print this help and exit
+
+        exit status: 0 after a clean stop, 1 when the system bus cannot be reached,
+        64 for bad command-line usage, 78 (EX_CONFIG) when the configuration is invalid.
+        """
+
+    /// Parses `arguments` (without the program name). `--name value` and `--name=value`
+    /// are both accepted.
+    static func parse(_ arguments: [String]) throws(UsageError) -> GattdOptions {
+        var options = GattdOptions()
+        var index = 0
+        while index < arguments.count {
+            var argument = arguments[index]
+            var inlineValue: String?
+            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
+                inlineValue = String(argument[argument.index(after: equals)...])
+                argument = String(argument[..<equals])
+            }
+            func value() throws(UsageError) -> String {
+                if let inlineValue { return inlineValue }
+                index += 1
+                guard index < arguments.count, !arguments[index].hasPrefix("--") else {
+                    throw UsageError(message: "\(argument) needs a value")
+                }
+                return arguments[index]
+            }
+            func noValue() throws(UsageError) {
+                if inlineValue != nil { throw UsageError(message: "\(argument) takes no value") }
+            }
+            switch argument {
+            case "--config": options.config = try value()
+            case "--adapter": options.adapter = try value()
+            case "--state-dir": options.stateDir = try value()
+            case "--log-level": options.logLevel = try value()
+            case "--check": try noValue(); options.check = true
+            case "--version": try noValue(); options.version = true
+            case "-h", "--help": try noValue(); options.help = true
+            default:
+                throw UsageError(message: "unknown argument \"\(argument)\"")
+            }
+            index += 1
+        }
+        return options
+    }
+}

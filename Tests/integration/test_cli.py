@@ -1,0 +1,54 @@
+"""gattd's command line: what a user typing it sees (no bus needed)."""
+import os
+import subprocess
+
+import pytest
+
+from conftest import gattd_binary
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run(*args):
+    binary = gattd_binary()
+    if not os.access(binary, os.X_OK):
+        pytest.skip("gattd binary not found at %s" % binary)
+    return subprocess.run([binary, *args], capture_output=True, text=True, timeout=30)
+
+
+def test_help_lists_every_option_and_exit_status():
+    result = run("--help")
+    assert result.returncode == 0
+    for option in ("--config", "--adapter", "--state-dir", "--log-level", "--check", "--version"):
+        assert option in result.stdout
+    assert "78 (EX_CONFIG)" in result.stdout
+
+
+def test_unknown_option_is_a_usage_error():
+    result = run("--confg", "x.json")
+    assert result.returncode == 64
+    assert 'unknown argument "--confg"' in result.stderr
+
+
+def test_option_without_its_value_is_a_usage_error():
+    result = run("--config")
+    assert result.returncode == 64
+    assert "--config needs a value" in result.stderr
+
+
+def test_unknown_log_level_is_a_usage_error():
+    result = run("--config", os.path.join(ROOT, "config", "example.json"), "--log-level", "loud")
+    assert result.returncode == 64
+    assert 'unknown log level "loud"' in result.stderr
+
+
+def test_check_accepts_equals_form_and_prints_a_summary():
+    result = run("--check", "--config=" + os.path.join(ROOT, "config", "example.json"))
+    assert result.returncode == 0
+    assert "2 services, 3 characteristics" in result.stdout
+
+
+def test_version():
+    result = run("--version")
+    assert result.returncode == 0
+    assert result.stdout.startswith("gattd ")
