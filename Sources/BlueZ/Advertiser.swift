@@ -47,8 +47,10 @@ public final class Advertiser {
     let loop: EventLoop
     let logger: Logger
     let alias: String?
-    private(set) var slots: [Slot] = []
+    var slots: [Slot] = []
     var adapterPath: ObjectPath?
+    /// The `org.bluez` unique name whose `Release()` calls are trusted.
+    var owner: String?
     var generation = 0
     var adapterSubscriptions: [SignalSubscription] = []
     var timers: [LoopTimer] = []
@@ -112,6 +114,7 @@ public final class Advertiser {
     public func adapterAvailable(path: ObjectPath, owner: String) {
         forgetAdapter()
         adapterPath = path
+        self.owner = owner
         for slot in slots { slot.exported.trustedSender = owner }
         setAlias()
         watchAdapter(path)

@@ -9,12 +9,18 @@ import Logging
 import Mainloop
 import SystemdKit
 
-/// Wires the modules together and runs the event loop until SIGTERM or SIGINT.
+/// Wires the modules together and runs the event loop until SIGTERM or SIGINT; SIGHUP
+/// reloads the configuration (Daemon+Reload.swift).
 final class Daemon {
     let loop: EventLoop
     let connection: BusConnection
-    let database: AttributeDatabase
-    let persistence: Persistence
+    /// Replaced, with `persistence`, when a reload changes the GATT tree.
+    var database: AttributeDatabase
+    var persistence: Persistence
+    /// The configuration being served, and where it is read again on SIGHUP.
+    var configuration: Configuration
+    let configPath: String
+    let stateDirectory: String
     let application: GattApplication
     let registrar: BlueZRegistrar
     let advertiser: Advertiser
@@ -24,18 +30,28 @@ final class Daemon {
     private var signalWatches: [SignalWatch] = []
     private var watchdogTimer: LoopTimer?
     private var readySent = false
-    private var stopping = false
+    private(set) var stopping = false
+    /// A reload is being applied; READY=1 ends it.
+    var reloading = false
+    /// SIGHUP arrived during a reload: reload again once this one is done.
+    var reloadRequested = false
+    /// A reload re-registers the application: send READY=1 when the registrar settles.
+    var readyWhenSettled = false
 
     init(
-        configuration: Configuration, adapter: String?, stateDirectory: String, loop: EventLoop,
-        connection: BusConnection, logger: Logger
+        configuration: Configuration, configPath: String, adapter: String?, stateDirectory: String,
+        loop: EventLoop, connection: BusConnection, logger: Logger
     ) throws(DBusError) {
         self.loop = loop
         self.connection = connection
         self.logger = logger
+        self.configuration = configuration
+        self.configPath = configPath
+        self.stateDirectory = stateDirectory
         database = AttributeDatabase(configuration: configuration)
-        persistence = Self.restoreState(
+        persistence = Self.makePersistence(
             configuration: configuration, database: database, directory: stateDirectory, loop: loop, logger: logger)
+        persistence.restore(from: StateStore(directory: stateDirectory).load())
         application = try GattApplication(
             configuration: configuration, database: database, connection: connection, logger: logger)
         application.persistence = persistence
@@ -44,9 +60,10 @@ final class Daemon {
         advertiser = try Advertiser(configuration: configuration, connection: connection, loop: loop, logger: logger)
     }
 
-    /// Loads the saved state into `database` before anything is exported, so the first
-    /// read after a restart returns the last acknowledged value.
-    private static func restoreState(
+    /// The persistence of `database` in `directory`, with its delayed-save timer on `loop`.
+    /// At start the caller restores the saved state into `database` before anything is
+    /// exported, so the first read after a restart returns the last acknowledged value.
+    static func makePersistence(
         configuration: Configuration, database: AttributeDatabase, directory: String, loop: EventLoop, logger: Logger
     ) -> Persistence {
         let store = StateStore(directory: directory)
@@ -65,7 +82,6 @@ final class Daemon {
         let persistence = Persistence(
             configuration: configuration, database: database, storage: store, scheduling: scheduling, logger: logger)
         logger.info("state", metadata: ["path": "\(store.path)"])
-        persistence.restore(from: store.load())
         return persistence
     }
 
@@ -98,8 +114,8 @@ final class Daemon {
         let daemon: Daemon
         do throws(DBusError) {
             daemon = try Daemon(
-                configuration: configuration, adapter: adapter, stateDirectory: stateDirectory, loop: loop,
-                connection: connection, logger: logger)
+                configuration: configuration, configPath: configPath, adapter: adapter,
+                stateDirectory: stateDirectory, loop: loop, connection: connection, logger: logger)
         } catch {
             logger.critical("cannot export the application", metadata: ["error": "\(error.name): \(error.message)"])
             return 1
@@ -113,6 +129,7 @@ final class Daemon {
         for signo in [SIGTERM, SIGINT] {
             signalWatches.append(loop.onSignal(signo) { [unowned self] in self.shutdown() })
         }
+        signalWatches.append(loop.onSignal(SIGHUP) { [unowned self] in self.reload() })
         registrar.onStateChange = { [unowned self] state in self.stateChanged(state) }
         registrar.onAdapterChange = { [unowned self] path, owner in
             if let path, let owner, let objectPath = try? ObjectPath(path) {
@@ -136,13 +153,11 @@ final class Daemon {
     }
 
     private func stateChanged(_ state: BlueZRegistrar.State) {
-        let status: String
-        if case .registered(let adapter) = state {
-            status = "serving \(plural(application.serviceCount, "service")) on \(adapter)"
-        } else {
-            status = state.summary
-        }
-        if state.isSettled && !readySent {
+        let status = statusText(state)
+        if state.isSettled && readyWhenSettled {
+            readyWhenSettled = false
+            finishReload(status: status)
+        } else if state.isSettled && !readySent {
             readySent = true
             notify { try self.notifier.ready(status: status) }
         } else {
@@ -150,7 +165,15 @@ final class Daemon {
         }
     }
 
-    private func notify(_ send: () throws -> Bool) {
+    /// systemd's STATUS= for a registrar state.
+    func statusText(_ state: BlueZRegistrar.State) -> String {
+        if case .registered(let adapter) = state {
+            return "serving \(plural(application.serviceCount, "service")) on \(adapter)"
+        }
+        return state.summary
+    }
+
+    func notify(_ send: () throws -> Bool) {
         do { _ = try send() } catch { logger.warning("sd_notify failed", metadata: ["error": "\(error)"]) }
     }
 
@@ -165,18 +188,23 @@ final class Daemon {
             self.logger.warning("unregistering took too long; exiting anyway")
             self.loop.stop()
         }
-        registrar.stop { [unowned self] in
-            self.advertiser.stop {
-                deadline.cancel()
-                self.application.unexportAll()
-                self.flushState()
-                self.loop.stop()
-            }
+        // Both unregister at once (each bounded by a 1 s call timeout), so a bluetoothd
+        // that never answers costs one timeout, not two.
+        var pending = 2
+        let finished = { [unowned self] in
+            pending -= 1
+            guard pending == 0 else { return }
+            deadline.cancel()
+            self.application.unexportAll()
+            self.flushState()
+            self.loop.stop()
         }
+        advertiser.stop(completion: finished)
+        registrar.stop(completion: finished)
     }
 
     /// Saves whatever is unsaved (timer values within their delay); cheap when nothing is.
-    private func flushState() {
+    func flushState() {
         if case .failure(let error) = persistence.flushNow() {
             logger.error("cannot save the state at shutdown", metadata: ["error": "\(error)"])
         }
