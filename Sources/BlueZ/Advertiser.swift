@@ -51,6 +51,8 @@ public final class Advertiser {
     var adapterPath: ObjectPath?
     /// The `org.bluez` unique name whose `Release()` calls are trusted.
     var owner: String?
+    /// Called when bluetoothd has answered a registration (accepted or refused).
+    public var onSettled: (() -> Void)?
     var generation = 0
     var adapterSubscriptions: [SignalSubscription] = []
     var timers: [LoopTimer] = []
@@ -97,6 +99,16 @@ public final class Advertiser {
         used.insert(candidate)
         return candidate
     }
+
+    /// True when no enabled advertisement waits for bluetoothd: each is advertising,
+    /// refused, expired or disabled, or there is no adapter to register on. While the
+    /// adapter lacks `LEAdvertisingManager1` this stays false.
+    public var isSettled: Bool {
+        adapterPath == nil || slots.allSatisfy { $0.state != .registering && $0.state != .waitingForAdapter }
+    }
+
+    /// The ids of the advertisements on air, in configuration order.
+    public var advertisingIDs: [String] { slots.filter { $0.state == .advertising }.map(\.id) }
 
     /// The state of every advertisement, by id, in configuration order.
     public var states: [(id: String, state: State)] { slots.map { ($0.id, $0.state) } }

@@ -78,12 +78,10 @@ extension Daemon {
         }
         flushState()
         registrar.replaceApplication { [unowned self] in self.rebuildApplication(new) }
-        if registrar.state.isSettled {
-            // Nothing was registered (no bluetoothd or adapter): the tree was swapped at once.
-            finishReload(status: statusText(registrar.state))
-        } else {
-            readyWhenSettled = true
-        }
+        // Registered before: READY=1 once registered again. Nothing was registered (no
+        // bluetoothd or adapter): the tree was swapped at once and this sends it now.
+        readyWhenSettled = true
+        sendReadyIfSettled()
     }
 
     private func applyAdvertisements(_ diff: ConfigurationDiff) {

@@ -37,6 +37,13 @@ final class Daemon {
     var reloadRequested = false
     /// A reload re-registers the application: send READY=1 when the registrar settles.
     var readyWhenSettled = false
+    /// Bounds the wait for advertisements before READY=1 (the adapter may never offer
+    /// `LEAdvertisingManager1`); fired means "stop waiting for them".
+    private var advertisementWait: LoopTimer?
+    private var advertisementWaitExpired = false
+    /// How long READY=1 waits for bluetoothd's answers about advertisements once the
+    /// application is registered.
+    static let advertisementReadyTimeout: Duration = .seconds(5)
 
     init(
         configuration: Configuration, configPath: String, adapter: String?, stateDirectory: String,
@@ -131,6 +138,9 @@ final class Daemon {
         }
         signalWatches.append(loop.onSignal(SIGHUP) { [unowned self] in self.reload() })
         registrar.onStateChange = { [unowned self] state in self.stateChanged(state) }
+        advertiser.onSettled = { [unowned self] in
+            if !self.sendReadyIfSettled() { self.notify { try self.notifier.status(self.statusText(self.registrar.state)) } }
+        }
         registrar.onAdapterChange = { [unowned self] path, owner in
             if let path, let owner, let objectPath = try? ObjectPath(path) {
                 self.advertiser.adapterAvailable(path: objectPath, owner: owner)
@@ -153,24 +163,49 @@ final class Daemon {
     }
 
     private func stateChanged(_ state: BlueZRegistrar.State) {
-        let status = statusText(state)
-        if state.isSettled && readyWhenSettled {
-            readyWhenSettled = false
-            finishReload(status: status)
-        } else if state.isSettled && !readySent {
-            readySent = true
-            notify { try self.notifier.ready(status: status) }
-        } else {
-            notify { try self.notifier.status(status) }
-        }
+        if !sendReadyIfSettled() { notify { try self.notifier.status(self.statusText(state)) } }
     }
 
-    /// systemd's STATUS= for a registrar state.
-    func statusText(_ state: BlueZRegistrar.State) -> String {
-        if case .registered(let adapter) = state {
-            return "serving \(plural(application.serviceCount, "service")) on \(adapter)"
+    /// READY=1 (at start, or ending a reload that re-registers) once gattd knows where it
+    /// stands: the registrar has settled and, when the application is registered, every
+    /// enabled advertisement has been accepted or refused (at most
+    /// `advertisementReadyTimeout` later).
+    /// - Returns: whether READY=1 was sent now.
+    @discardableResult
+    func sendReadyIfSettled() -> Bool {
+        guard !readySent || readyWhenSettled else { return false }
+        let state = registrar.state
+        guard state.isSettled else { return false }
+        if case .registered = state, !advertiser.isSettled, !advertisementWaitExpired {
+            if advertisementWait == nil {
+                advertisementWait = loop.timer(after: Self.advertisementReadyTimeout) { [unowned self] in
+                    self.logger.warning("bluetoothd has not answered about the advertisements; reporting ready anyway")
+                    self.advertisementWaitExpired = true
+                    self.sendReadyIfSettled()
+                }
+            }
+            return false
         }
-        return state.summary
+        advertisementWait?.cancel()
+        advertisementWait = nil
+        advertisementWaitExpired = false
+        readySent = true
+        if readyWhenSettled {
+            readyWhenSettled = false
+            finishReload(status: statusText(state))
+        } else {
+            notify { try self.notifier.ready(status: self.statusText(state)) }
+        }
+        return true
+    }
+
+    /// systemd's STATUS= for a registrar state, e.g. `serving 3 services on hci0,
+    /// advertising main`.
+    func statusText(_ state: BlueZRegistrar.State) -> String {
+        guard case .registered(let adapter) = state else { return state.summary }
+        let advertising = advertiser.advertisingIDs
+        return "serving \(plural(application.serviceCount, "service")) on \(adapter)"
+            + (advertising.isEmpty ? "" : ", advertising \(advertising.joined(separator: ", "))")
     }
 
     func notify(_ send: () throws -> Bool) {
