@@ -74,7 +74,8 @@ public struct ConfigurationDiff: Sendable, Equatable {
         if !treeChanges.isEmpty { parts.append("GATT tree: " + treeChanges.joined(separator: ", ")) }
         if !behaviourChanges.isEmpty { parts.append("behaviour of " + behaviourChanges.joined(separator: ", ")) }
         if !initialValues.isEmpty {
-            parts.append("initial value\(initialValues.count == 1 ? "" : "s") of " + initialValues.map(\.id).joined(separator: ", "))
+            let noun = initialValues.count == 1 ? "initial value" : "initial values"
+            parts.append("\(noun) of " + initialValues.map(\.id).joined(separator: ", "))
         }
         if !addedAdvertisements.isEmpty {
             parts.append("advertisements added: " + addedAdvertisements.map(\.id).joined(separator: ", "))

@@ -31,7 +31,9 @@ extension Advertiser {
                 member: "UnregisterAdvertisement", arguments: [.objectPath(slot.exported.path)], timeout: .seconds(1)
             ) { [logger] result in
                 if case .failure(let error) = result {
-                    logger.warning("could not unregister a removed advertisement", metadata: ["adv.id": "\(id)", "error": "\(error)"])
+                    logger.warning(
+                        "could not unregister a removed advertisement",
+                        metadata: ["adv.id": "\(id)", "error": "\(error)"])
                 }
             }
         }

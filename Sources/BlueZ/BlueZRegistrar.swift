@@ -278,7 +278,8 @@ public final class BlueZRegistrar {
         ) { [unowned self] result in
             if case .failure(let error) = result, error.name != BlueZError.doesNotExist {
                 self.logger.warning(
-                    "could not unregister before re-registering", metadata: ["error": "\(error.name): \(error.message)"])
+                    "could not unregister before re-registering",
+                    metadata: ["error": "\(error.name): \(error.message)"])
             }
             rebuild()
             // bluetoothd or the adapter changed meanwhile: the registrar registers the new tree when it is back.

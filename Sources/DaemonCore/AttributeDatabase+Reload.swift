@@ -34,7 +34,8 @@ extension AttributeDatabase {
                 dropped.append(
                     DroppedValue(
                         id: previous.id,
-                        reason: "length \(previous.value.count) is outside \(attribute.minLength)...\(attribute.maxLength)"))
+                        reason: "length \(previous.value.count) is outside "
+                            + "\(attribute.minLength)...\(attribute.maxLength)"))
             }
         }
         return dropped

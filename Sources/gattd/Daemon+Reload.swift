@@ -39,7 +39,8 @@ extension Daemon {
                 }
             }
             let count = errors.errors.count
-            let status = "reload failed: \(plural(count, "error")) in \(configPath); still serving the previous configuration"
+            let status =
+                "reload failed: \(plural(count, "error")) in \(configPath); still serving the previous configuration"
             logger.error("\(status)")
             finishReload(status: status)
         case .success(let loaded):
@@ -107,7 +108,9 @@ extension Daemon {
     private func rebuildApplication(_ new: Configuration) {
         let newDatabase = AttributeDatabase(configuration: new)
         for drop in newDatabase.carryOver(from: database) {
-            logger.warning("a written value does not fit the new configuration", metadata: ["gatt.id": "\(drop.id)", "reason": "\(drop.reason)"])
+            logger.warning(
+                "a written value does not fit the new configuration",
+                metadata: ["gatt.id": "\(drop.id)", "reason": "\(drop.reason)"])
         }
         let old = persistence
         let newPersistence = Self.makePersistence(
@@ -123,7 +126,8 @@ extension Daemon {
         do throws(DBusError) {
             try application.rebuild(configuration: new, database: newDatabase)
         } catch {
-            logger.critical("cannot export the reloaded application", metadata: ["error": "\(error.name): \(error.message)"])
+            logger.critical(
+                "cannot export the reloaded application", metadata: ["error": "\(error.name): \(error.message)"])
             exitCode = 1
             loop.stop()
             return

@@ -139,7 +139,8 @@ final class Daemon {
         signalWatches.append(loop.onSignal(SIGHUP) { [unowned self] in self.reload() })
         registrar.onStateChange = { [unowned self] state in self.stateChanged(state) }
         advertiser.onSettled = { [unowned self] in
-            if !self.sendReadyIfSettled() { self.notify { try self.notifier.status(self.statusText(self.registrar.state)) } }
+            guard !self.sendReadyIfSettled() else { return }
+            self.notify { try self.notifier.status(self.statusText(self.registrar.state)) }
         }
         registrar.onAdapterChange = { [unowned self] path, owner in
             if let path, let owner, let objectPath = try? ObjectPath(path) {
