@@ -91,6 +91,7 @@ extension Advertiser {
                 + "(5.66 honours them only when bluetoothd runs with experimental features, -E)"
             logger.warning("\(text)", metadata: metadata(slot))
         }
+        onSettled?()
     }
 
     private func refused(_ slot: Slot, _ error: DBusError) {
@@ -108,6 +109,7 @@ extension Advertiser {
         slot.state = .refused(reason)
         logger.error("advertisement not registered: \(reason)", metadata: metadata(slot))
         if error.name == DBusError.Name.noReply { after(Self.releaseBackoff) { self.register(slot) } }
+        onSettled?()
     }
 
     /// bluetoothd removed the advertisement (its `Timeout`, or the adapter going away).

@@ -47,8 +47,12 @@ public final class Advertiser {
     let loop: EventLoop
     let logger: Logger
     let alias: String?
-    private(set) var slots: [Slot] = []
+    var slots: [Slot] = []
     var adapterPath: ObjectPath?
+    /// The `org.bluez` unique name whose `Release()` calls are trusted.
+    var owner: String?
+    /// Called when bluetoothd has answered a registration (accepted or refused).
+    public var onSettled: (() -> Void)?
     var generation = 0
     var adapterSubscriptions: [SignalSubscription] = []
     var timers: [LoopTimer] = []
@@ -96,6 +100,16 @@ public final class Advertiser {
         return candidate
     }
 
+    /// True when no enabled advertisement waits for bluetoothd: each is advertising,
+    /// refused, expired or disabled, or there is no adapter to register on. While the
+    /// adapter lacks `LEAdvertisingManager1` this stays false.
+    public var isSettled: Bool {
+        adapterPath == nil || slots.allSatisfy { $0.state != .registering && $0.state != .waitingForAdapter }
+    }
+
+    /// The ids of the advertisements on air, in configuration order.
+    public var advertisingIDs: [String] { slots.filter { $0.state == .advertising }.map(\.id) }
+
     /// The state of every advertisement, by id, in configuration order.
     public var states: [(id: String, state: State)] { slots.map { ($0.id, $0.state) } }
 
@@ -112,6 +126,7 @@ public final class Advertiser {
     public func adapterAvailable(path: ObjectPath, owner: String) {
         forgetAdapter()
         adapterPath = path
+        self.owner = owner
         for slot in slots { slot.exported.trustedSender = owner }
         setAlias()
         watchAdapter(path)

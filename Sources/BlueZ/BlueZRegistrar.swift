@@ -246,6 +246,48 @@ public final class BlueZRegistrar {
         retryDelay = min(retryDelay * 2, .seconds(30))
     }
 
+    /// Swaps the application's tree (reload): unregisters it from bluetoothd, runs
+    /// `rebuild` (which re-exports the objects), and registers it again on the same
+    /// adapter. bluetoothd only reads the tree at `RegisterApplication` (bluez-contract.md
+    /// 1.1), so a changed tree needs this round trip; it sends Service Changed to
+    /// connected centrals. When nothing is registered (no bluetoothd, no adapter yet)
+    /// `rebuild` runs at once and the next registration uses the new tree.
+    public func replaceApplication(_ rebuild: @escaping () -> Void) {
+        guard let adapterPath, let name = adapterName else {
+            rebuild()
+            return
+        }
+        let wasRegistered: Bool
+        switch state {
+        case .registered, .registering: wasRegistered = true
+        default: wasRegistered = false
+        }
+        generation += 1
+        retryTimer?.cancel()
+        let attempt = generation
+        state = .registering(adapter: name)
+        guard wasRegistered else {
+            rebuild()
+            register()
+            return
+        }
+        connection.call(
+            destination: BlueZNames.service, path: adapterPath, interface: BlueZNames.gattManager,
+            member: "UnregisterApplication", arguments: [.objectPath(application.rootPath)],
+            timeout: .seconds(1)
+        ) { [unowned self] result in
+            if case .failure(let error) = result, error.name != BlueZError.doesNotExist {
+                self.logger.warning(
+                    "could not unregister before re-registering",
+                    metadata: ["error": "\(error.name): \(error.message)"])
+            }
+            rebuild()
+            // bluetoothd or the adapter changed meanwhile: the registrar registers the new tree when it is back.
+            guard attempt == self.generation else { return }
+            self.register()
+        }
+    }
+
     /// Unregisters (best effort, bounded) and then calls `completion`.
     public func stop(completion: @escaping () -> Void) {
         generation += 1

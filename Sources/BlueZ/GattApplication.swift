@@ -15,8 +15,8 @@ public import Logging
 public final class GattApplication {
     public let rootPath: ObjectPath
     let connection: BusConnection
-    let database: AttributeDatabase
-    let requests: GattRequestHandler
+    private(set) var database: AttributeDatabase
+    private(set) var requests: GattRequestHandler
     private(set) var services: [ExportedService] = []
     private(set) var characteristics: [String: ExportedAttribute] = [:]
     private var exportedPaths: [ObjectPath] = []
@@ -31,7 +31,31 @@ public final class GattApplication {
         self.logger = logger
         self.requests = GattRequestHandler(database: database, logger: logger)
         try build(configuration)
-        database.observeChanges { [unowned self] attribute, _ in
+        observe(database)
+    }
+
+    /// Replaces the whole tree (reload): removes every object from the bus, then exports
+    /// the services of `configuration`, backed by `database`. Call it only while the
+    /// application is not registered: bluetoothd removes a registered service on
+    /// `InterfacesRemoved` and ignores `InterfacesAdded` (bluez-contract.md 1.1).
+    /// The trusted sender and the persistence carry over.
+    public func rebuild(configuration: Configuration, database: AttributeDatabase) throws(DBusError) {
+        unexportAll()
+        services.removeAll()
+        characteristics.removeAll()
+        let previous = requests
+        self.database = database
+        requests = GattRequestHandler(database: database, logger: logger)
+        requests.trustedSender = previous.trustedSender
+        requests.persistence = previous.persistence
+        try build(configuration)
+        observe(database)
+    }
+
+    private func observe(_ database: AttributeDatabase) {
+        database.observeChanges { [unowned self, unowned database] attribute, _ in
+            // A database replaced by a reload is no longer ours to announce.
+            guard database === self.database else { return }
             self.valueChanged(attribute)
         }
     }

@@ -29,13 +29,15 @@ extension ControlManager {
         }
     }
 
-    /// The `origin` argument of `ValueChanged`: `central`, `control`, `timer`, `restored`.
+    /// The `origin` argument of `ValueChanged`: `central`, `control`, `timer`, `restored`,
+    /// `configuration` (a reload changed an initial value nobody had written).
     static func describe(_ origin: ValueChangeOrigin) -> String {
         switch origin {
         case .central: "central"
         case .control: "control"
         case .timer: "timer"
         case .restored: "restored"
+        case .configuration: "configuration"
         }
     }
 }

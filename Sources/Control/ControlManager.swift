@@ -30,18 +30,18 @@ public final class ControlManager: DBusObject {
     }
 
     let connection: BusConnection
-    let database: AttributeDatabase
-    let persistence: Persistence?
+    private(set) var database: AttributeDatabase
+    private(set) var persistence: Persistence?
     let advertiser: Advertiser?
     let version: String
     let logger: Logger
     /// Characteristic definitions by id, in configuration order.
-    let characteristics: [(service: String, definition: CharacteristicDefinition)]
-    let characteristicIndex: [String: Int]
+    private(set) var characteristics: [(service: String, definition: CharacteristicDefinition)] = []
+    private(set) var characteristicIndex: [String: Int] = [:]
     /// The advertisement definitions as last applied (configuration, restored or switched).
-    var advertisements: [String: AdvertisementDefinition]
+    var advertisements: [String: AdvertisementDefinition] = [:]
     /// Advertisement ids in configuration order.
-    let advertisementOrder: [String]
+    private(set) var advertisementOrder: [String] = []
 
     /// Where the claim on `org.gattd` stands.
     public internal(set) var nameState: NameState = .notStarted {
@@ -64,6 +64,20 @@ public final class ControlManager: DBusObject {
         self.advertiser = advertiser
         self.version = version
         self.logger = logger
+        describe(configuration)
+    }
+
+    /// A reload replaced the configuration (and, when the GATT tree changed, the database
+    /// and persistence): serve and observe the new ones from now on.
+    public func reconfigure(configuration: Configuration, database: AttributeDatabase, persistence: Persistence?) {
+        let newDatabase = database !== self.database
+        self.database = database
+        self.persistence = persistence
+        describe(configuration)
+        if newDatabase && nameState != .notStarted { observeDatabase() }
+    }
+
+    private func describe(_ configuration: Configuration) {
         var list: [(service: String, definition: CharacteristicDefinition)] = []
         for service in configuration.services {
             for characteristic in service.characteristics { list.append((service.id, characteristic)) }
@@ -73,7 +87,7 @@ public final class ControlManager: DBusObject {
             list.enumerated().map { ($0.element.definition.id, $0.offset) }, uniquingKeysWith: { first, _ in first })
         advertisements = Dictionary(
             configuration.advertisements.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        self.advertisementOrder = configuration.advertisements.map(\.id)
+        advertisementOrder = configuration.advertisements.map(\.id)
     }
 
     public let interfaces: [DBusInterface] = [

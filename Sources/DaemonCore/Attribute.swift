@@ -17,8 +17,8 @@ public final class Attribute {
     public let access: AttributeAccess
     public let minLength: Int
     public let maxLength: Int
-    /// The value as defined in the configuration, before any write.
-    public let initialValue: [UInt8]
+    /// The value as defined in the configuration, before any write; a reload may change it.
+    public internal(set) var initialValue: [UInt8]
     /// The current value.
     public internal(set) var value: [UInt8]
     /// Whether a central or a program has written the value since it was defined.

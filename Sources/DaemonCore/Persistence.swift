@@ -211,9 +211,9 @@ public final class Persistence {
     private func valueChanged(_ attribute: Attribute, _ origin: ValueChangeOrigin) {
         guard persists(attribute) else { return }
         switch origin {
-        case .central, .control:
+        case .central, .control, .configuration:
             // Normally covered by a commit; this also saves writes nobody waits for
-            // (write-without-response).
+            // (write-without-response) and a reload's new initial values.
             scheduleFlush()
         case .timer:
             scheduleDelayedSave()

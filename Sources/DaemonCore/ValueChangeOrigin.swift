@@ -8,13 +8,15 @@ public enum ValueChangeOrigin: Sendable, Equatable {
     case control
     /// A value source on a timer.
     case timer(forceNotify: Bool)
-    /// Loaded from the state file at start.
+    /// Loaded from the state file at start, or carried over from before a reload.
     case restored
+    /// A reload changed the configured value of an attribute nobody had written.
+    case configuration
 
     var countsAsWrite: Bool {
         switch self {
         case .central, .control, .restored: return true
-        case .timer: return false
+        case .timer, .configuration: return false
         }
     }
 

@@ -10,12 +10,18 @@ import Logging
 import Mainloop
 import SystemdKit
 
-/// Wires the modules together and runs the event loop until SIGTERM or SIGINT.
+/// Wires the modules together and runs the event loop until SIGTERM or SIGINT; SIGHUP
+/// reloads the configuration (Daemon+Reload.swift).
 final class Daemon {
     let loop: EventLoop
     let connection: BusConnection
-    let database: AttributeDatabase
-    let persistence: Persistence
+    /// Replaced, with `persistence`, when a reload changes the GATT tree.
+    var database: AttributeDatabase
+    var persistence: Persistence
+    /// The configuration being served, and where it is read again on SIGHUP.
+    var configuration: Configuration
+    let configPath: String
+    let stateDirectory: String
     let application: GattApplication
     let registrar: BlueZRegistrar
     let advertiser: Advertiser
@@ -27,18 +33,35 @@ final class Daemon {
     private var signalWatches: [SignalWatch] = []
     private var watchdogTimer: LoopTimer?
     private var readySent = false
-    private var stopping = false
+    private(set) var stopping = false
+    /// A reload is being applied; READY=1 ends it.
+    var reloading = false
+    /// SIGHUP arrived during a reload: reload again once this one is done.
+    var reloadRequested = false
+    /// A reload re-registers the application: send READY=1 when the registrar settles.
+    var readyWhenSettled = false
+    /// Bounds the wait for advertisements before READY=1 (the adapter may never offer
+    /// `LEAdvertisingManager1`); fired means "stop waiting for them".
+    private var advertisementWait: LoopTimer?
+    private var advertisementWaitExpired = false
+    /// How long READY=1 waits for bluetoothd's answers about advertisements once the
+    /// application is registered.
+    static let advertisementReadyTimeout: Duration = .seconds(5)
 
     init(
-        configuration: Configuration, adapter: String?, stateDirectory: String, loop: EventLoop,
-        connection: BusConnection, logger: Logger
+        configuration: Configuration, configPath: String, adapter: String?, stateDirectory: String,
+        loop: EventLoop, connection: BusConnection, logger: Logger
     ) throws(DBusError) {
         self.loop = loop
         self.connection = connection
         self.logger = logger
+        self.configuration = configuration
+        self.configPath = configPath
+        self.stateDirectory = stateDirectory
         database = AttributeDatabase(configuration: configuration)
-        persistence = Self.restoreState(
+        persistence = Self.makePersistence(
             configuration: configuration, database: database, directory: stateDirectory, loop: loop, logger: logger)
+        persistence.restore(from: StateStore(directory: stateDirectory).load())
         application = try GattApplication(
             configuration: configuration, database: database, connection: connection, logger: logger)
         application.persistence = persistence
@@ -50,9 +73,10 @@ final class Daemon {
             connection: connection, version: gattdVersion, logger: logger)
     }
 
-    /// Loads the saved state into `database` before anything is exported, so the first
-    /// read after a restart returns the last acknowledged value.
-    private static func restoreState(
+    /// The persistence of `database` in `directory`, with its delayed-save timer on `loop`.
+    /// At start the caller restores the saved state into `database` before anything is
+    /// exported, so the first read after a restart returns the last acknowledged value.
+    static func makePersistence(
         configuration: Configuration, database: AttributeDatabase, directory: String, loop: EventLoop, logger: Logger
     ) -> Persistence {
         let store = StateStore(directory: directory)
@@ -71,7 +95,6 @@ final class Daemon {
         let persistence = Persistence(
             configuration: configuration, database: database, storage: store, scheduling: scheduling, logger: logger)
         logger.info("state", metadata: ["path": "\(store.path)"])
-        persistence.restore(from: store.load())
         return persistence
     }
 
@@ -104,8 +127,8 @@ final class Daemon {
         let daemon: Daemon
         do throws(DBusError) {
             daemon = try Daemon(
-                configuration: configuration, adapter: adapter, stateDirectory: stateDirectory, loop: loop,
-                connection: connection, logger: logger)
+                configuration: configuration, configPath: configPath, adapter: adapter,
+                stateDirectory: stateDirectory, loop: loop, connection: connection, logger: logger)
         } catch {
             logger.critical("cannot export the application", metadata: ["error": "\(error.name): \(error.message)"])
             return 1
@@ -119,7 +142,12 @@ final class Daemon {
         for signo in [SIGTERM, SIGINT] {
             signalWatches.append(loop.onSignal(signo) { [unowned self] in self.shutdown() })
         }
+        signalWatches.append(loop.onSignal(SIGHUP) { [unowned self] in self.reload() })
         registrar.onStateChange = { [unowned self] state in self.stateChanged(state) }
+        advertiser.onSettled = { [unowned self] in
+            guard !self.sendReadyIfSettled() else { return }
+            self.notify { try self.notifier.status(self.statusText(self.registrar.state)) }
+        }
         registrar.onAdapterChange = { [unowned self] path, owner in
             if let path, let owner, let objectPath = try? ObjectPath(path) {
                 self.advertiser.adapterAvailable(path: objectPath, owner: owner)
@@ -147,21 +175,52 @@ final class Daemon {
 
     private func stateChanged(_ state: BlueZRegistrar.State) {
         control.registrationChanged(state)
-        let status: String
-        if case .registered(let adapter) = state {
-            status = "serving \(plural(application.serviceCount, "service")) on \(adapter)"
-        } else {
-            status = state.summary
-        }
-        if state.isSettled && !readySent {
-            readySent = true
-            notify { try self.notifier.ready(status: status) }
-        } else {
-            notify { try self.notifier.status(status) }
-        }
+        if !sendReadyIfSettled() { notify { try self.notifier.status(self.statusText(state)) } }
     }
 
-    private func notify(_ send: () throws -> Bool) {
+    /// READY=1 (at start, or ending a reload that re-registers) once gattd knows where it
+    /// stands: the registrar has settled and, when the application is registered, every
+    /// enabled advertisement has been accepted or refused (at most
+    /// `advertisementReadyTimeout` later).
+    /// - Returns: whether READY=1 was sent now.
+    @discardableResult
+    func sendReadyIfSettled() -> Bool {
+        guard !readySent || readyWhenSettled else { return false }
+        let state = registrar.state
+        guard state.isSettled else { return false }
+        if case .registered = state, !advertiser.isSettled, !advertisementWaitExpired {
+            if advertisementWait == nil {
+                advertisementWait = loop.timer(after: Self.advertisementReadyTimeout) { [unowned self] in
+                    self.logger.warning("bluetoothd has not answered about the advertisements; reporting ready anyway")
+                    self.advertisementWaitExpired = true
+                    self.sendReadyIfSettled()
+                }
+            }
+            return false
+        }
+        advertisementWait?.cancel()
+        advertisementWait = nil
+        advertisementWaitExpired = false
+        readySent = true
+        if readyWhenSettled {
+            readyWhenSettled = false
+            finishReload(status: statusText(state))
+        } else {
+            notify { try self.notifier.ready(status: self.statusText(state)) }
+        }
+        return true
+    }
+
+    /// systemd's STATUS= for a registrar state, e.g. `serving 3 services on hci0,
+    /// advertising main`.
+    func statusText(_ state: BlueZRegistrar.State) -> String {
+        guard case .registered(let adapter) = state else { return state.summary }
+        let advertising = advertiser.advertisingIDs
+        return "serving \(plural(application.serviceCount, "service")) on \(adapter)"
+            + (advertising.isEmpty ? "" : ", advertising \(advertising.joined(separator: ", "))")
+    }
+
+    func notify(_ send: () throws -> Bool) {
         do { _ = try send() } catch { logger.warning("sd_notify failed", metadata: ["error": "\(error)"]) }
     }
 
@@ -176,18 +235,23 @@ final class Daemon {
             self.logger.warning("unregistering took too long; exiting anyway")
             self.loop.stop()
         }
-        registrar.stop { [unowned self] in
-            self.advertiser.stop {
-                deadline.cancel()
-                self.application.unexportAll()
-                self.flushState()
-                self.loop.stop()
-            }
+        // Both unregister at once (each bounded by a 1 s call timeout), so a bluetoothd
+        // that never answers costs one timeout, not two.
+        var pending = 2
+        let finished = { [unowned self] in
+            pending -= 1
+            guard pending == 0 else { return }
+            deadline.cancel()
+            self.application.unexportAll()
+            self.flushState()
+            self.loop.stop()
         }
+        advertiser.stop(completion: finished)
+        registrar.stop(completion: finished)
     }
 
     /// Saves whatever is unsaved (timer values within their delay); cheap when nothing is.
-    private func flushState() {
+    func flushState() {
         if case .failure(let error) = persistence.flushNow() {
             logger.error("cannot save the state at shutdown", metadata: ["error": "\(error)"])
         }

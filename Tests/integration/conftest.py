@@ -58,12 +58,12 @@ def standin(private_bus, tmp_path, request):
 class Gattd:
     """A running gattd; `log_path` holds its stdout and stderr."""
 
-    def __init__(self, private_bus, config, log_path, state_dir):
+    def __init__(self, private_bus, config, log_path, state_dir, env=None):
         self.log = open(log_path, "a")
         self.state_dir = state_dir
-        self.child = Child([gattd_binary(), "--config", config],
-                           env_extra={"DBUS_SYSTEM_BUS_ADDRESS": private_bus.address,
-                                      "STATE_DIRECTORY": state_dir}, log=self.log)
+        env_extra = {"DBUS_SYSTEM_BUS_ADDRESS": private_bus.address, "STATE_DIRECTORY": state_dir}
+        env_extra.update(env or {})
+        self.child = Child([gattd_binary(), "--config", config], env_extra=env_extra, log=self.log)
 
     def alive(self):
         return self.child.proc.poll() is None
@@ -75,17 +75,18 @@ class Gattd:
 
 @pytest.fixture
 def start_gattd(private_bus, tmp_path, request):
-    """start_gattd(config_name, state_dir=None) -> Gattd; skips the test when the binary
-    is absent. The state directory defaults to one per test."""
+    """start_gattd(config_name, state_dir=None, env=None) -> Gattd; skips the test when the
+    binary is absent. The state directory defaults to one per test; `env` adds variables
+    (NOTIFY_SOCKET, WATCHDOG_USEC); an absolute config_name is used as it is."""
     binary = gattd_binary()
     if not os.access(binary, os.X_OK):
         pytest.skip("gattd binary not found at %s (build it with `swift build` or set GATTD_BIN)" % binary)
     started = []
     log_path = str(tmp_path / "gattd.log")
 
-    def start(config_name, state_dir=None):
+    def start(config_name, state_dir=None, env=None):
         g = Gattd(private_bus, os.path.join(CONFIGS, config_name), log_path,
-                  state_dir or str(tmp_path / "state"))
+                  state_dir or str(tmp_path / "state"), env)
         started.append(g)
         return g
 

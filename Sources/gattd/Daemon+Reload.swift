@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: MIT
+
+import BLEModel
+import BlueZ
+import DBusKit
+import DaemonCore
+import Logging
+
+/// SIGHUP: read the configuration again and apply what changed with the least disruption.
+///
+/// - An invalid file changes nothing: every issue is logged at error level with its JSON
+///   path, STATUS= says the reload failed, and READY=1 ends the reload.
+/// - Changed advertisements are updated in place (`PropertiesChanged`), added ones are
+///   registered, removed ones unregistered.
+/// - New initial values go to attributes nobody has written, in place.
+/// - A changed GATT tree (or a characteristic's `persist`/`update`/`onWrite`/
+///   `notifyIntervalMs`) unregisters the application, rebuilds the database, carries over
+///   written values that still fit, exports and registers again; READY=1 waits until the
+///   registrar has settled, as at start.
+/// - `adapter` and `alias` take effect at the next start (logged as a warning).
+extension Daemon {
+    func reload() {
+        guard !stopping else { return }
+        guard !reloading else {
+            reloadRequested = true
+            return
+        }
+        reloading = true
+        notify { try self.notifier.reloading() }
+        logger.info("reloading", metadata: ["config": "\(configPath)"])
+        switch ConfigurationLoader.load(path: configPath) {
+        case .failure(let errors):
+            for issue in errors.issues {
+                let metadata: Logger.Metadata = ["config": "\(configPath)", "config.path": "\(issue.path)"]
+                if issue.severity == .error {
+                    logger.error("\(configPath): \(issue)", metadata: metadata)
+                } else {
+                    logger.warning("\(configPath): \(issue)", metadata: metadata)
+                }
+            }
+            let count = errors.errors.count
+            let status =
+                "reload failed: \(plural(count, "error")) in \(configPath); still serving the previous configuration"
+            logger.error("\(status)")
+            finishReload(status: status)
+        case .success(let loaded):
+            for warning in loaded.warnings {
+                logger.warning("\(configPath): \(warning)", metadata: ["config.path": "\(warning.path)"])
+            }
+            apply(ConfigurationDiff(from: configuration, to: loaded.configuration), loaded.configuration)
+        }
+    }
+
+    /// READY=1 with `status`; starts the reload that was asked for meanwhile, if any.
+    func finishReload(status: String) {
+        reloading = false
+        notify { try self.notifier.ready(status: status) }
+        if reloadRequested {
+            reloadRequested = false
+            reload()
+        }
+    }
+
+    private func apply(_ diff: ConfigurationDiff, _ new: Configuration) {
+        logger.info("reloaded: \(diff.summary)")
+        configuration = new
+        if !diff.restartOnly.isEmpty {
+            logger.warning(
+                "changed settings take effect at the next start",
+                metadata: ["settings": "\(diff.restartOnly.joined(separator: ","))"])
+        }
+        applyAdvertisements(diff)
+        guard diff.needsNewApplication else {
+            control.reconfigure(configuration: new, database: database, persistence: persistence)
+            for change in diff.initialValues {
+                if let attribute = database[change.id] { database.redefineInitialValue(attribute, to: change.value) }
+            }
+            finishReload(status: statusText(registrar.state))
+            return
+        }
+        flushState()
+        registrar.replaceApplication { [unowned self] in self.rebuildApplication(new) }
+        // Registered before: READY=1 once registered again. Nothing was registered (no
+        // bluetoothd or adapter): the tree was swapped at once and this sends it now.
+        readyWhenSettled = true
+        sendReadyIfSettled()
+    }
+
+    private func applyAdvertisements(_ diff: ConfigurationDiff) {
+        for id in diff.removedAdvertisements { advertiser.remove(id: id) }
+        for definition in diff.changedAdvertisements {
+            for problem in advertiser.update(id: definition.id, definition: definition) {
+                logger.error("advertisement not updated: \(problem)", metadata: ["adv.id": "\(definition.id)"])
+            }
+        }
+        for definition in diff.addedAdvertisements {
+            do throws(DBusError) {
+                try advertiser.add(definition)
+            } catch {
+                logger.error(
+                    "cannot export the new advertisement",
+                    metadata: ["adv.id": "\(definition.id)", "error": "\(error.name): \(error.message)"])
+            }
+        }
+    }
+
+    /// Runs while the application is not registered: new database with the written
+    /// values carried over, new persistence, new exported tree.
+    private func rebuildApplication(_ new: Configuration) {
+        let newDatabase = AttributeDatabase(configuration: new)
+        for drop in newDatabase.carryOver(from: database) {
+            logger.warning(
+                "a written value does not fit the new configuration",
+                metadata: ["gatt.id": "\(drop.id)", "reason": "\(drop.reason)"])
+        }
+        let old = persistence
+        let newPersistence = Self.makePersistence(
+            configuration: new, database: newDatabase, directory: stateDirectory, loop: loop, logger: logger)
+        for id in new.services.flatMap(\.characteristics).filter({ $0.update != nil }).map(\.id) {
+            if let counter = old.savedCounter(id: id) { newPersistence.recordCounter(counter, id: id) }
+        }
+        for advertisement in new.advertisements {
+            if let enabled = old.savedAdvertisementEnabled(id: advertisement.id) {
+                newPersistence.recordAdvertisementEnabled(enabled, id: advertisement.id)
+            }
+        }
+        do throws(DBusError) {
+            try application.rebuild(configuration: new, database: newDatabase)
+        } catch {
+            logger.critical(
+                "cannot export the reloaded application", metadata: ["error": "\(error.name): \(error.message)"])
+            exitCode = 1
+            loop.stop()
+            return
+        }
+        application.persistence = newPersistence
+        database = newDatabase
+        persistence = newPersistence
+        control.reconfigure(configuration: new, database: newDatabase, persistence: newPersistence)
+        flushState()
+    }
+}
