@@ -211,19 +211,19 @@ class Central:
         self.call(path, interface, 'WriteValue', dbus.Array(bytes(value), signature='y'),
                   options)
 
-    def expect_dbus_error(self, action, name, message=None):
+    def expect_dbus_error(self, action, name, message=None, what='the operation'):
         """Runs action(); it must fail with D-Bus error `name` (and `message` if given).
-        Returns the error message."""
+        Returns the error message; `what` names the action in the failure message."""
         try:
             action()
         except dbus.DBusException as e:
             got_name, got_msg = e.get_dbus_name(), e.get_dbus_message()
             if got_name != name or (message is not None and got_msg != message):
-                raise CheckFailed('expected %s%s, got %s "%s"'
-                                  % (name, ' "%s"' % message if message else '',
+                raise CheckFailed('%s: expected %s%s, got %s "%s"'
+                                  % (what, name, ' "%s"' % message if message else '',
                                      got_name, got_msg))
             return got_msg
-        raise CheckFailed('expected %s, but the operation succeeded' % name)
+        raise CheckFailed('%s: expected %s, but it succeeded' % (what, name))
 
     def subscribe(self, path):
         self.notifications[path] = []

@@ -7,6 +7,7 @@ can run there: it serves a gattd JSON configuration through GattManager1 with th
 plan checks (reads sliced at the offset, minLength/maxLength -> InvalidValueLength, a write
 to a notifying characteristic notifies), sets the adapter alias and prints
 "registered" once bluetoothd accepted the application. It is not a reference for gattd.
+FAKE_GATTD_BUG=ignore-maxLength makes it accept writes beyond maxLength (a deliberate bug).
 """
 import argparse
 import json
@@ -59,6 +60,8 @@ class Attribute(dbus.service.Object):
         offset = int(options.get('offset', 0))
         new = self.value[:offset] + bytes(value)
         lo, hi = self.spec.get('minLength', 0), self.spec.get('maxLength', 512)
+        if os.environ.get('FAKE_GATTD_BUG') == 'ignore-maxLength':
+            hi = 512   # a deliberate bug, to show that the central catches it
         if not lo <= len(new) <= hi:
             raise BluezError('InvalidValueLength')
         self.value = new

@@ -90,10 +90,18 @@ def gattd_plan(args):
 
     alias = config.get('alias')
     if alias:
-        name = central.prop(path, 'org.bluez.Device1', 'Name')
-        if name != alias:
+        # bluetoothd reads the GAP Device Name after service discovery, then updates Name
+        seen = []
+
+        def named():
+            seen.append(central.prop(path, 'org.bluez.Device1', 'Name'))
+            return seen[-1] == alias
+        try:
+            central.pump_until(named, 15, 'device name "%s"' % alias)
+        except CheckFailed:
             raise CheckFailed('device name "%s" after connecting, configured alias "%s"'
-                              % (name, alias))
+                              % (seen[-1], alias))
+        name = seen[-1]
         step('device name "%s" (the configured alias)' % name)
 
     tree = central.gatt_tree(path)
@@ -148,11 +156,13 @@ def gattd_plan(args):
             if 'maxLength' in c:
                 too_long = b'x' * (hi + 1)
                 central.expect_dbus_error(lambda: central.write(chrc['path'], too_long),
-                                          'org.bluez.Error.InvalidArguments', 'Invalid Length')
+                                          'org.bluez.Error.InvalidArguments', 'Invalid Length',
+                                          'write of %d bytes to %s (maxLength %d)' % (hi + 1, c['id'], hi))
                 step('write of %d bytes to %s (maxLength %d) -> ATT 0x0D' % (hi + 1, c['id'], hi))
             if lo > 0:
                 central.expect_dbus_error(lambda: central.write(chrc['path'], b'y' * (lo - 1)),
-                                          'org.bluez.Error.InvalidArguments', 'Invalid Length')
+                                          'org.bluez.Error.InvalidArguments', 'Invalid Length',
+                                          'write of %d bytes to %s (minLength %d)' % (lo - 1, c['id'], lo))
                 step('write of %d bytes to %s (minLength %d) -> ATT 0x0D' % (lo - 1, c['id'], lo))
             if 'read' in c['flags']:
                 back = central.read(chrc['path'])
@@ -163,7 +173,8 @@ def gattd_plan(args):
             # type=request makes BlueZ send the Write Request although the property is absent
             central.expect_dbus_error(
                 lambda: central.write(chrc['path'], b'\x01', write_type='request'),
-                'org.bluez.Error.NotPermitted', 'Write not permitted')
+                'org.bluez.Error.NotPermitted', 'Write not permitted',
+                'write to read-only %s' % c['id'])
             step('write to read-only %s -> ATT 0x03' % c['id'])
 
     central.disconnect(path)
