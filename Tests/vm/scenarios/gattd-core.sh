@@ -5,6 +5,8 @@
 # Environment (pass with run-guest --env):
 #   GATTD_BIN     gattd executable (default /work/main/.build/debug/gattd)
 #   GATTD_CONFIG  configuration (default Tests/vm/configs/core.json)
+#   GATTD_CENTRAL_ARGS  extra central.py options (e.g. --no-long-read for a config
+#                 without a value longer than the MTU)
 #   GATTD_ADVERTISES=1  gattd advertises itself; until then a helper advertisement
 #                 (BlueZ's example-advertisement, connectable) makes hci0 connectable.
 # Run bluetoothd with --main-conf Tests/vm/configs/bluetoothd-main.conf (ATT MTU 100) so
@@ -38,7 +40,8 @@ if [ "${GATTD_ADVERTISES:-0}" != 1 ]; then
     echo "helper advertisement on hci0 (connectable, until gattd advertises)"
 fi
 
-/usr/bin/python3 -u "$VM/central.py" gattd --config "$CONFIG" --adapter hci1 --peer "$HCI0_ADDR" || exit 1
+/usr/bin/python3 -u "$VM/central.py" gattd --config "$CONFIG" --adapter hci1 --peer "$HCI0_ADDR" \
+    ${GATTD_CENTRAL_ARGS:-} || exit 1
 
 # what went over the air, from btmon's text log, for the reader: under TCG the monitor
 # channel drops packets, so these counts are not checks (the central's results are).
