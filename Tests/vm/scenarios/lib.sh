@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# shellcheck shell=bash
 # Helpers for scenario scripts (sourced).
 
 # wait_for_line FILE REGEX SECONDS: waits until FILE has a line matching REGEX.
