@@ -1,0 +1,257 @@
+# SPDX-License-Identifier: MIT
+"""A BLE central on BlueZ's D-Bus API (python3-dbus + GLib), for checks over the air.
+
+Every operation is bounded by a timeout and pumps the GLib main loop while it waits, so
+signals (discovery, PropertiesChanged for notifications) are seen as they happen. A failed
+check raises CheckFailed with a message meant for a person; `step` prints one line per
+successful step.
+"""
+import sys
+import time
+
+import dbus
+import dbus.mainloop.glib
+from gi.repository import GLib
+
+BLUEZ = 'org.bluez'
+OM = 'org.freedesktop.DBus.ObjectManager'
+PROPS = 'org.freedesktop.DBus.Properties'
+ADAPTER = 'org.bluez.Adapter1'
+DEVICE = 'org.bluez.Device1'
+SERVICE = 'org.bluez.GattService1'
+CHRC = 'org.bluez.GattCharacteristic1'
+DESC = 'org.bluez.GattDescriptor1'
+BASE_UUID_TAIL = '-0000-1000-8000-00805f9b34fb'
+
+
+class CheckFailed(Exception):
+    """A check did not hold; the message says what was expected and what was seen."""
+
+
+def full_uuid(uuid):
+    """Returns the 128-bit lower-case form of a 16/32/128-bit UUID string."""
+    u = uuid.lower()
+    if len(u) == 4:
+        return '0000' + u + BASE_UUID_TAIL
+    if len(u) == 8:
+        return u + BASE_UUID_TAIL
+    return u
+
+
+def short(uuid):
+    """Returns the 16-bit form of a SIG UUID, else the UUID as given (for messages)."""
+    u = uuid.lower()
+    if u.endswith(BASE_UUID_TAIL) and u.startswith('0000'):
+        return u[4:8]
+    return u
+
+
+def step(message):
+    """Prints one line for a successful step, flushed at once (the log is watched live)."""
+    print(message, flush=True)
+
+
+class Central:
+    """The central side, on one named adapter of the running bluetoothd."""
+
+    def __init__(self, adapter='hci1', timeout=30.0):
+        dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+        self.bus = dbus.SystemBus()
+        self.timeout = timeout
+        self.adapter_path = '/org/bluez/' + adapter
+        self.adapter_name = adapter
+        self.notifications = {}   # characteristic path -> list of bytes
+        self.bus.add_signal_receiver(self._properties_changed, 'PropertiesChanged', PROPS,
+                                     BLUEZ, path_keyword='path')
+
+    # --- plumbing -------------------------------------------------------------------------
+    def pump_until(self, predicate, timeout, what):
+        """Runs the main loop until predicate() is true; CheckFailed after timeout seconds."""
+        ctx = GLib.MainContext.default()
+        deadline = time.monotonic() + timeout
+        fired = []
+        source = GLib.timeout_add(100, lambda: fired.append(1) or True)
+        try:
+            while True:
+                while ctx.pending():
+                    ctx.iteration(False)
+                if predicate():
+                    return
+                if time.monotonic() >= deadline:
+                    raise CheckFailed('timed out after %.0f s waiting for %s' % (timeout, what))
+                ctx.iteration(True)   # wakes at least every 100 ms (the timeout source)
+        finally:
+            GLib.source_remove(source)
+
+    def call(self, path, interface, method, *args, timeout=None, what=None, signature=None):
+        """Calls a BlueZ method asynchronously; returns its reply, raises dbus exceptions."""
+        timeout = timeout or self.timeout
+        result = {}
+        obj = self.bus.get_object(BLUEZ, path, introspect=False)
+        getattr(dbus.Interface(obj, interface), method)(
+            *args, timeout=timeout, **({'signature': signature} if signature else {}),
+            reply_handler=lambda *r: result.setdefault('ok', r),
+            error_handler=lambda e: result.setdefault('err', e))
+        self.pump_until(lambda: result, timeout + 2, what or '%s.%s' % (interface, method))
+        if 'err' in result:
+            raise result['err']
+        r = result['ok']
+        return r[0] if len(r) == 1 else (None if not r else r)
+
+    def objects(self):
+        return self.call('/', OM, 'GetManagedObjects')
+
+    def prop(self, path, interface, name):
+        return self.call(path, PROPS, 'Get', interface, name)
+
+    def set_prop(self, path, interface, name, value):
+        self.call(path, PROPS, 'Set', interface, name, value, signature='ssv')
+
+    def _properties_changed(self, interface, changed, invalidated, path=None):
+        if interface == CHRC and 'Value' in changed and path in self.notifications:
+            self.notifications[path].append(bytes(changed['Value']))
+
+    # --- adapter and device ---------------------------------------------------------------
+    def power_on(self):
+        self.set_prop(self.adapter_path, ADAPTER, 'Powered', dbus.Boolean(True))
+        self.pump_until(lambda: bool(self.prop(self.adapter_path, ADAPTER, 'Powered')),
+                        self.timeout, '%s powered' % self.adapter_name)
+        step('%s powered (%s)' % (self.adapter_name,
+                                  self.prop(self.adapter_path, ADAPTER, 'Address')))
+
+    def device_path(self, address):
+        return '%s/dev_%s' % (self.adapter_path, address.upper().replace(':', '_'))
+
+    def forget(self, address):
+        """Removes a stale device object for address on our adapter, if there is one."""
+        path = self.device_path(address)
+        if path in self.objects():
+            self.call(self.adapter_path, ADAPTER, 'RemoveDevice', dbus.ObjectPath(path))
+
+    def discover(self, match, timeout=60.0, what='device'):
+        """Scans (LE, restarted every 3 s as the emulated controller wants) until a device
+        on our adapter satisfies match(props); returns its object path and properties."""
+        self.call(self.adapter_path, ADAPTER, 'SetDiscoveryFilter',
+                  dbus.Dictionary({'Transport': 'le', 'DuplicateData': dbus.Boolean(True)},
+                                  signature='sv'))
+        found = {}
+
+        def scan_found():
+            for path, ifaces in self.objects().items():
+                dev = ifaces.get(DEVICE)
+                if dev and str(dev.get('Adapter')) == self.adapter_path and match(dev):
+                    found['path'], found['props'] = str(path), dev
+                    return True
+            return False
+
+        deadline = time.monotonic() + timeout
+        try:
+            while not found:
+                self.call(self.adapter_path, ADAPTER, 'StartDiscovery')
+                try:
+                    self.pump_until(scan_found, min(3.0, max(0.1, deadline - time.monotonic())),
+                                    what)
+                except CheckFailed:
+                    if time.monotonic() >= deadline:
+                        raise CheckFailed('timed out after %.0f s: %s not found by scanning'
+                                          % (timeout, what))
+                self.call(self.adapter_path, ADAPTER, 'StopDiscovery')
+        finally:
+            try:
+                self.call(self.adapter_path, ADAPTER, 'StopDiscovery')
+            except dbus.DBusException:
+                pass   # already stopped
+        return found['path'], found['props']
+
+    def connect(self, path, timeout=60.0):
+        """Connects and waits until services are resolved."""
+        try:
+            self.call(path, DEVICE, 'Connect', timeout=timeout)
+        except dbus.DBusException as e:
+            raise CheckFailed('connect %s failed: %s: %s'
+                              % (path, e.get_dbus_name(), e.get_dbus_message()))
+        self.pump_until(lambda: bool(self.prop(path, DEVICE, 'ServicesResolved')), timeout,
+                        'services resolved')
+
+    def disconnect(self, path):
+        self.call(path, DEVICE, 'Disconnect')
+        self.pump_until(lambda: not self.prop(path, DEVICE, 'Connected'), self.timeout,
+                        'disconnected')
+
+    # --- GATT -----------------------------------------------------------------------------
+    def gatt_tree(self, device_path):
+        """Returns {service uuid: {'path', 'chrcs': {uuid: {'path', 'flags', 'descs':
+        {uuid: path}}}}} for the device, UUIDs in 128-bit lower-case form."""
+        objs = self.objects()
+        services = {}
+        for path, ifaces in objs.items():
+            if SERVICE in ifaces and str(ifaces[SERVICE]['Device']) == device_path:
+                services[str(path)] = {'uuid': str(ifaces[SERVICE]['UUID']).lower(),
+                                       'path': str(path), 'chrcs': {}}
+        chrcs = {}
+        for path, ifaces in objs.items():
+            if CHRC in ifaces and str(ifaces[CHRC]['Service']) in services:
+                c = {'uuid': str(ifaces[CHRC]['UUID']).lower(), 'path': str(path),
+                     'flags': [str(f) for f in ifaces[CHRC]['Flags']], 'descs': {}}
+                chrcs[str(path)] = c
+                services[str(ifaces[CHRC]['Service'])]['chrcs'][c['uuid']] = c
+        for path, ifaces in objs.items():
+            if DESC in ifaces and str(ifaces[DESC]['Characteristic']) in chrcs:
+                chrcs[str(ifaces[DESC]['Characteristic'])]['descs'][
+                    str(ifaces[DESC]['UUID']).lower()] = str(path)
+        return {s['uuid']: s for s in services.values()}
+
+    def read(self, path, interface=CHRC):
+        return bytes(self.call(path, interface, 'ReadValue', dbus.Dictionary({}, signature='sv')))
+
+    def write(self, path, value, interface=CHRC, write_type=None):
+        options = dbus.Dictionary({}, signature='sv')
+        if write_type:
+            options['type'] = write_type
+        self.call(path, interface, 'WriteValue', dbus.Array(bytes(value), signature='y'),
+                  options)
+
+    def expect_dbus_error(self, action, name, message=None, what='the operation'):
+        """Runs action(); it must fail with D-Bus error `name` (and `message` if given).
+        Returns the error message; `what` names the action in the failure message."""
+        try:
+            action()
+        except dbus.DBusException as e:
+            got_name, got_msg = e.get_dbus_name(), e.get_dbus_message()
+            if got_name != name or (message is not None and got_msg != message):
+                raise CheckFailed('%s: expected %s%s, got %s "%s"'
+                                  % (what, name, ' "%s"' % message if message else '',
+                                     got_name, got_msg))
+            return got_msg
+        raise CheckFailed('%s: expected %s, but it succeeded' % (what, name))
+
+    def subscribe(self, path):
+        self.notifications[path] = []
+        self.call(path, CHRC, 'StartNotify')
+        self.pump_until(lambda: bool(self.prop(path, CHRC, 'Notifying')), self.timeout,
+                        'Notifying = true')
+
+    def unsubscribe(self, path):
+        self.call(path, CHRC, 'StopNotify')
+        self.notifications.pop(path, None)
+
+    def wait_notifications(self, path, count, timeout=None, what='notifications'):
+        """Waits until `count` values arrived on path since subscribe; returns them."""
+        self.pump_until(lambda: len(self.notifications[path]) >= count,
+                        timeout or self.timeout, '%d %s' % (count, what))
+        return list(self.notifications[path])
+
+
+def run(main):
+    """Runs main(); prints FAIL and exits 1 on the first failed check."""
+    start = time.monotonic()
+    try:
+        main()
+    except CheckFailed as e:
+        print('FAIL: %s' % e, flush=True)
+        sys.exit(1)
+    except dbus.DBusException as e:
+        print('FAIL: unexpected D-Bus error %s: %s' % (e.get_dbus_name(), e.get_dbus_message()),
+              flush=True)
+        sys.exit(1)
+    step('all checks passed in %.1f s' % (time.monotonic() - start))

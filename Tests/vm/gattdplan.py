@@ -1,0 +1,191 @@
+# SPDX-License-Identifier: MIT
+"""The gattd plan: what gattd's JSON configuration says, checked by a real central.
+
+Every expectation comes from the configuration file: service, characteristic and
+descriptor UUIDs and flags, initial values, minLength/maxLength, which characteristics are
+read-only and which notify. Only the ATT error names are BlueZ 5.66's own (see central.py).
+"""
+import json
+import struct
+
+from bluezcentral import Central, CheckFailed, full_uuid, short, step
+
+# Services bluetoothd itself serves on every adapter (GAP, GATT, Device Information).
+STACK_SERVICES = {full_uuid('1800'), full_uuid('1801'), full_uuid('180a')}
+# Flags BlueZ's client adds to what the server declared.
+DERIVED_FLAGS = {'extended-properties'}
+
+_INT_FORMATS = {'uint8': '<B', 'uint16': '<H', 'uint32': '<I', 'uint64': '<Q',
+                'int8': '<b', 'int16': '<h', 'int32': '<i', 'int64': '<q'}
+
+
+def encode(value):
+    """Returns the bytes a configured value stands for."""
+    if not isinstance(value, dict) or len(value) != 1:
+        raise CheckFailed('plan cannot read value %r' % (value,))
+    kind, v = next(iter(value.items()))
+    if kind == 'utf8':
+        return v.encode()
+    if kind == 'hex':
+        return bytes.fromhex(v.replace(':', '').replace(' ', ''))
+    if kind in _INT_FORMATS:
+        return struct.pack(_INT_FORMATS[kind], v)
+    raise CheckFailed('plan does not know value kind "%s"' % kind)
+
+
+def show(value):
+    """A short printable form of a value for the step lines."""
+    try:
+        text = value.decode()
+        if len(text) > 1 and text.isprintable():
+            return '"%s"' % (text if len(text) <= 24 else text[:21] + '...')
+    except UnicodeDecodeError:
+        pass
+    return value.hex()
+
+
+def check_tree(tree, config):
+    """The served tree matches the config exactly (apart from bluetoothd's own services)."""
+    want = {full_uuid(s['uuid']) for s in config['services']}
+    have = set(tree) - STACK_SERVICES
+    if want != have:
+        raise CheckFailed('services %s, configured %s' % (sorted(map(short, have)),
+                                                         sorted(map(short, want))))
+    for svc in config['services']:
+        served = tree[full_uuid(svc['uuid'])]['chrcs']
+        want_c = {full_uuid(c['uuid']) for c in svc['characteristics']}
+        if set(served) != want_c:
+            raise CheckFailed('service %s has characteristics %s, configured %s'
+                              % (svc['id'], sorted(map(short, served)), sorted(map(short, want_c))))
+        for c in svc['characteristics']:
+            got = served[full_uuid(c['uuid'])]
+            flags = sorted(set(got['flags']) - DERIVED_FLAGS)
+            if flags != sorted(c['flags']):
+                raise CheckFailed('%s flags %s, configured %s' % (c['id'], flags, sorted(c['flags'])))
+            for d in c.get('descriptors', []):
+                if full_uuid(d['uuid']) not in got['descs']:
+                    raise CheckFailed('%s has no descriptor %s (has %s)'
+                                      % (c['id'], d['uuid'], sorted(map(short, got['descs']))))
+            step('  %s %s %s [%s]%s' % (svc['id'], c['id'], short(got['uuid']), ','.join(flags),
+                 ''.join(' +%s' % d['uuid'] for d in c.get('descriptors', []))))
+
+
+def characteristics(config):
+    for svc in config['services']:
+        for c in svc['characteristics']:
+            yield svc, c
+
+
+def gattd_plan(args):
+    with open(args.config) as f:
+        config = json.load(f)
+    central = Central(args.adapter, timeout=args.timeout)
+    central.power_on()
+    central.forget(args.peer)
+    path, dev = central.discover(lambda d: str(d.get('Address', '')).upper() == args.peer.upper(),
+                                 what='peripheral %s' % args.peer)
+    step('found %s (advertised name "%s")' % (dev['Address'], dev.get('Name', '')))
+    central.connect(path)
+    step('connected')
+
+    alias = config.get('alias')
+    if alias:
+        # bluetoothd reads the GAP Device Name after service discovery, then updates Name
+        seen = []
+
+        def named():
+            seen.append(central.prop(path, 'org.bluez.Device1', 'Name'))
+            return seen[-1] == alias
+        try:
+            central.pump_until(named, 15, 'device name "%s"' % alias)
+        except CheckFailed:
+            raise CheckFailed('device name "%s" after connecting, configured alias "%s"'
+                              % (seen[-1], alias))
+        name = seen[-1]
+        step('device name "%s" (the configured alias)' % name)
+
+    tree = central.gatt_tree(path)
+    step('services discovered: %s' % ' '.join(sorted(short(u) for u in tree)))
+    check_tree(tree, config)
+    step('services, characteristics, descriptors and flags as configured')
+
+    def served(svc, c):
+        return tree[full_uuid(svc['uuid'])]['chrcs'][full_uuid(c['uuid'])]
+
+    # reads of every readable value and descriptor; long values need offsets (MTU 100)
+    long_reads, mtu = 0, 0
+    for svc, c in characteristics(config):
+        chrc = served(svc, c)
+        if 'read' in c['flags'] and 'value' in c:
+            want = encode(c['value'])
+            got = central.read(chrc['path'])
+            if got != want:
+                raise CheckFailed('read %s = %s (%d bytes), configured %s (%d bytes)'
+                                  % (c['id'], show(got), len(got), show(want), len(want)))
+            mtu = int(central.prop(chrc['path'], 'org.bluez.GattCharacteristic1', 'MTU'))
+            # one ATT Read carries at most MTU-1 bytes: more means Read Blob with offsets
+            long_read = len(got) > mtu - 1
+            long_reads += long_read
+            step('read %s %s = %s%s' % (c['id'], short(chrc['uuid']), show(got),
+                 ' (%d bytes, whole value, ATT MTU %d: read with offsets)' % (len(got), mtu)
+                 if long_read else ''))
+        for d in c.get('descriptors', []):
+            if 'read' in d.get('flags', []) and 'value' in d:
+                got = central.read(chrc['descs'][full_uuid(d['uuid'])],
+                                   interface='org.bluez.GattDescriptor1')
+                if got != encode(d['value']):
+                    raise CheckFailed('descriptor %s of %s = %s, configured %s'
+                                      % (d['uuid'], c['id'], show(got), show(encode(d['value']))))
+                step('read descriptor %s of %s = %s' % (d['uuid'], c['id'], show(got)))
+
+    if args.long_read and not long_reads:
+        raise CheckFailed('no read needed offsets: no configured value is longer than ATT MTU-1 '
+                          '(%d); run bluetoothd with configs/bluetoothd-main.conf' % (mtu - 1))
+
+    for svc, c in characteristics(config):
+        chrc = served(svc, c)
+        writable = 'write' in c['flags']
+        if writable:
+            lo, hi = c.get('minLength', 0), c.get('maxLength', 512)
+            new = (b'vm-written-value-' * 40)[:max(lo, min(hi, 17))]
+            if 'notify' in c['flags']:
+                central.subscribe(chrc['path'])
+            central.write(chrc['path'], new)
+            if 'read' in c['flags']:
+                back = central.read(chrc['path'])
+                if back != new:
+                    raise CheckFailed('wrote %s to %s, read back %s' % (show(new), c['id'], show(back)))
+                step('wrote %s to %s, read back the same' % (show(new), c['id']))
+            if 'notify' in c['flags']:
+                values = central.wait_notifications(chrc['path'], 1, what='notification of %s' % c['id'])
+                if new not in values:
+                    raise CheckFailed('notifications of %s were %s, expected %s'
+                                      % (c['id'], [show(v) for v in values], show(new)))
+                step('notification of %s while subscribed = %s' % (c['id'], show(new)))
+                central.unsubscribe(chrc['path'])
+            if 'maxLength' in c:
+                too_long = b'x' * (hi + 1)
+                central.expect_dbus_error(lambda: central.write(chrc['path'], too_long),
+                                          'org.bluez.Error.InvalidArguments', 'Invalid Length',
+                                          'write of %d bytes to %s (maxLength %d)' % (hi + 1, c['id'], hi))
+                step('write of %d bytes to %s (maxLength %d) -> ATT 0x0D' % (hi + 1, c['id'], hi))
+            if lo > 0:
+                central.expect_dbus_error(lambda: central.write(chrc['path'], b'y' * (lo - 1)),
+                                          'org.bluez.Error.InvalidArguments', 'Invalid Length',
+                                          'write of %d bytes to %s (minLength %d)' % (lo - 1, c['id'], lo))
+                step('write of %d bytes to %s (minLength %d) -> ATT 0x0D' % (lo - 1, c['id'], lo))
+            if 'read' in c['flags']:
+                back = central.read(chrc['path'])
+                if back != new:
+                    raise CheckFailed('%s changed to %s by rejected writes' % (c['id'], show(back)))
+        elif not {'write-without-response', 'reliable-write',
+                  'authenticated-signed-writes'} & set(c['flags']):
+            # type=request makes BlueZ send the Write Request although the property is absent
+            central.expect_dbus_error(
+                lambda: central.write(chrc['path'], b'\x01', write_type='request'),
+                'org.bluez.Error.NotPermitted', 'Write not permitted',
+                'write to read-only %s' % c['id'])
+            step('write to read-only %s -> ATT 0x03' % c['id'])
+
+    central.disconnect(path)
+    step('disconnected')
