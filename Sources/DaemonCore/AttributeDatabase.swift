@@ -16,6 +16,7 @@ public final class AttributeDatabase {
     public private(set) var attributes: [Attribute] = []
     private var byID: [String: Attribute] = [:]
     private var observers: [(Attribute, ValueChangeOrigin) -> Void] = []
+    private var subscriptionObservers: [(Attribute) -> Void] = []
 
     public init(configuration: Configuration) {
         for service in configuration.services {
@@ -51,6 +52,12 @@ public final class AttributeDatabase {
     /// Calls `observer` after every change of a value, whatever caused it.
     public func observeChanges(_ observer: @escaping (Attribute, ValueChangeOrigin) -> Void) {
         observers.append(observer)
+    }
+
+    /// Calls `observer` after `isNotifying` of a characteristic changed (first subscriber
+    /// arrived, last one left); not for repeated StartNotify/StopNotify.
+    public func observeSubscriptions(_ observer: @escaping (Attribute) -> Void) {
+        subscriptionObservers.append(observer)
     }
 
     // MARK: - Central operations
@@ -114,7 +121,9 @@ public final class AttributeDatabase {
     @discardableResult
     public func setNotifying(_ attribute: Attribute, _ notifying: Bool) -> Bool {
         guard attribute.isCharacteristic, attribute.access.canNotify else { return false }
+        guard attribute.isNotifying != notifying else { return true }
         attribute.isNotifying = notifying
+        for observer in subscriptionObservers { observer(attribute) }
         return true
     }
 
