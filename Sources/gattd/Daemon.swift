@@ -18,6 +18,7 @@ final class Daemon {
     let application: GattApplication
     let registrar: BlueZRegistrar
     let advertiser: Advertiser
+    let updates: UpdateScheduler
     let logger: Logger
     var exitCode: Int32 = 0
     let notifier = SystemdNotifier()
@@ -39,6 +40,10 @@ final class Daemon {
         application = try GattApplication(
             configuration: configuration, database: database, connection: connection, logger: logger)
         application.persistence = persistence
+        Self.wireLiveValues(application, configuration: configuration, loop: loop, logger: logger)
+        updates = UpdateScheduler(
+            configuration: configuration, database: database, timers: .loop(loop), logger: logger,
+            makeSource: UpdateScheduler.daemonSources(loop: loop, persistence: persistence))
         registrar = BlueZRegistrar(
             connection: connection, application: application, preferredAdapter: adapter, loop: loop, logger: logger)
         advertiser = try Advertiser(configuration: configuration, connection: connection, loop: loop, logger: logger)
@@ -67,6 +72,18 @@ final class Daemon {
         logger.info("state", metadata: ["path": "\(store.path)"])
         persistence.restore(from: store.load())
         return persistence
+    }
+
+    /// Notification pacing, MTU learning and write hooks (issue 4).
+    private static func wireLiveValues(
+        _ application: GattApplication, configuration: Configuration, loop: EventLoop, logger: Logger
+    ) {
+        let mtu = MTUTracker()
+        application.mtuTracker = mtu
+        application.pacer = NotificationPacer(
+            configuration: configuration, clock: .loop(loop), mtu: mtu, logger: logger,
+            send: { [unowned application] attribute in application.sendValue(attribute) })
+        application.writeHooks = WriteHookRunner(configuration: configuration, loop: loop, logger: logger)
     }
 
     static func run(
@@ -133,6 +150,7 @@ final class Daemon {
             self.loop.stop()
         }
         registrar.start()
+        updates.start()
     }
 
     private func stateChanged(_ state: BlueZRegistrar.State) {
@@ -160,6 +178,7 @@ final class Daemon {
         stopping = true
         logger.info("stopping")
         notify { try self.notifier.stopping() }
+        updates.stop()
         flushState()
         let deadline = loop.timer(after: .milliseconds(1500)) { [unowned self] in
             self.logger.warning("unregistering took too long; exiting anyway")
