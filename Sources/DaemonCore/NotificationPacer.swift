@@ -33,6 +33,8 @@ public final class NotificationPacer {
     public private(set) var sentCount = 0
     /// Changes that replaced a pending one (dropped in favour of a later value).
     public private(set) var coalescedCount = 0
+    /// Truncation warnings logged (at most one per characteristic).
+    public private(set) var truncationWarnings = 0
 
     /// `send` emits the attribute's current value (PropertiesChanged).
     public init(
@@ -82,6 +84,7 @@ public final class NotificationPacer {
         let limit = mtu.notificationPayload
         if attribute.value.count > limit && !lane.warnedTruncation {
             lane.warnedTruncation = true
+            truncationWarnings += 1
             logger.warning(
                 "notification longer than MTU-3; bluetoothd cuts it (warned once per characteristic)",
                 metadata: [
