@@ -45,6 +45,8 @@ public final class ValueUpdater {
 
     /// The kind of failure currently being suppressed in the log, nil when healthy.
     public var failureKind: String? { failures.currentKind }
+    /// Failures logged so far (repeats of one kind are logged once).
+    public var loggedFailures: Int { failures.loggedFailures }
 
     /// Starts the timer (first tick at once, then every `everyMs`); no-op when running.
     public func start(_ timers: UpdateTimers) {
@@ -81,7 +83,7 @@ public final class ValueUpdater {
         do throws(ValueEncodingError) {
             bytes = try render(reading)
         } catch {
-            failures.failed("value does not fit the encode template", kind: "encode: \(error)", detail: "\(reading)")
+            failures.failed("value does not fit the encode template", kind: "encode", detail: "\(error)")
             return
         }
         let origin = ValueChangeOrigin.timer(forceNotify: definition.notifyUnchanged)
@@ -89,7 +91,7 @@ public final class ValueUpdater {
             let bounds = "\(attribute.minLength)...\(attribute.maxLength)"
             failures.failed(
                 "rendered value has a length outside the characteristic's bounds; skipped",
-                kind: "length \(bytes.count) outside \(bounds)")
+                kind: "length outside \(bounds)", detail: "\(bytes.count) bytes")
             return
         }
         updates += 1

@@ -98,6 +98,10 @@ final class ScratchDirectory {
         FileManager.default.contents(atPath: path + "/" + name).map { String(decoding: $0, as: UTF8.self) }
     }
 
+    func bytes(_ name: String) -> [UInt8]? {
+        FileManager.default.contents(atPath: path + "/" + name).map { Array($0) }
+    }
+
     func remove() {
         try? FileManager.default.removeItem(atPath: path)
     }
