@@ -45,7 +45,7 @@ let package = Package(
         .target(name: "BLEModel", swiftSettings: strict),
         .target(
             name: "DaemonCore",
-            dependencies: ["BLEModel", "Mainloop", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["BLEModel", "Mainloop", "CLinux", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         .target(

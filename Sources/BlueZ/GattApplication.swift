@@ -48,6 +48,8 @@ public final class GattApplication {
         requests = GattRequestHandler(database: database, logger: logger)
         requests.trustedSender = previous.trustedSender
         requests.persistence = previous.persistence
+        requests.mtuTracker = previous.mtuTracker
+        requests.writeHooks = previous.writeHooks
         try build(configuration)
         observe(database)
     }
@@ -55,8 +57,8 @@ public final class GattApplication {
     private func observe(_ database: AttributeDatabase) {
         database.observeChanges { [unowned self, unowned database] attribute, _ in
             // A database replaced by a reload is no longer ours to announce.
-            guard database === self.database else { return }
-            self.valueChanged(attribute)
+            guard database === self.database, attribute.isNotifying else { return }
+            if let pacer = self.pacer { pacer.submit(attribute) } else { self.sendValue(attribute) }
         }
     }
 
@@ -70,6 +72,22 @@ public final class GattApplication {
     public var persistence: Persistence? {
         get { requests.persistence }
         set { requests.persistence = newValue }
+    }
+
+    /// Spaces notifications per characteristic; nil: every change is sent at once.
+    /// Its `send` should be `sendValue(_:)`.
+    public var pacer: NotificationPacer?
+
+    /// Learns the MTU from the options of reads and writes.
+    public var mtuTracker: MTUTracker? {
+        get { requests.mtuTracker }
+        set { requests.mtuTracker = newValue }
+    }
+
+    /// Runs `onWrite` programs; nil: hooks are not run.
+    public var writeHooks: WriteHookRunner? {
+        get { requests.writeHooks }
+        set { requests.writeHooks = newValue }
     }
 
     public var serviceCount: Int { services.count }
@@ -119,7 +137,7 @@ public final class GattApplication {
 
     /// A subscribed characteristic's new value goes out as PropertiesChanged(Value), which
     /// bluetoothd turns into a notification or indication for every subscribed central.
-    private func valueChanged(_ attribute: Attribute) {
+    public func sendValue(_ attribute: Attribute) {
         guard attribute.isNotifying, let object = characteristics[attribute.id] else { return }
         do {
             try connection.emitPropertiesChanged(

@@ -20,6 +20,11 @@ final class GattRequestHandler {
     /// When set, a write's reply waits until its value is on disk; a failed save answers
     /// 0x0E Unlikely Error (the value is rolled back, so the central's view is consistent).
     var persistence: Persistence?
+    /// Learns the MTU from the `mtu` option of reads and writes.
+    var mtuTracker: MTUTracker?
+    /// Runs `onWrite` programs: a deciding one before the write is stored, others after
+    /// it is stored (and durable).
+    var writeHooks: WriteHookRunner?
 
     init(database: AttributeDatabase, logger: Logger) {
         self.database = database
@@ -62,6 +67,7 @@ final class GattRequestHandler {
     private func read(_ call: MethodCall, _ attribute: Attribute) throws(DBusError) {
         let arguments = try call.arguments()
         let options = try GattRequestOptions(arguments[0], method: "ReadValue")
+        if let mtu = options.mtu { mtuTracker?.record(mtu: mtu, device: options.device) }
         switch database.read(attribute, offset: options.offset) {
         case .success(let bytes):
             logger.debug(
@@ -83,6 +89,24 @@ final class GattRequestHandler {
             throw BlueZError.invalidArguments("WriteValue: value must be ay")
         }
         let options = try GattRequestOptions(arguments[1], method: "WriteValue")
+        if let mtu = options.mtu { mtuTracker?.record(mtu: mtu, device: options.device) }
+        let hook = options.prepareAuthorize ? nil : writeHooks?.hook(for: attribute)
+        if let hook, hook.decides, let writeHooks {
+            // The reply waits for the program; the value is stored only if it accepts.
+            if case .failure(let error) = database.validateWrite(attribute, count: bytes.count, offset: options.offset) {
+                logFailure("write", attribute, options, error)
+                call.fail(error.bluezError)
+                return
+            }
+            writeHooks.decide(attribute, bytes: bytes, offset: options.offset, device: options.device) { [self] refusal in
+                let result: Result<Void, GATTError> =
+                    if let refusal { .failure(refusal) } else {
+                        database.write(attribute, bytes: bytes, offset: options.offset, origin: .central(device: options.device))
+                    }
+                finishWrite(call, attribute, bytes, options, result, runHook: false)
+            }
+            return
+        }
         let result: Result<Void, GATTError>
         if options.prepareAuthorize {
             // Only asks whether a Prepare Write may be queued; the data comes later as
@@ -90,6 +114,17 @@ final class GattRequestHandler {
             result = database.validateWrite(attribute, count: bytes.count, offset: options.offset)
         } else {
             result = database.write(attribute, bytes: bytes, offset: options.offset, origin: .central(device: options.device))
+        }
+        finishWrite(call, attribute, bytes, options, result, runHook: hook != nil)
+    }
+
+    /// Replies to a write once its value is durable; then runs a non-deciding hook.
+    private func finishWrite(
+        _ call: MethodCall, _ attribute: Attribute, _ bytes: [UInt8], _ options: GattRequestOptions,
+        _ result: Result<Void, GATTError>, runHook: Bool
+    ) {
+        let hook = { [writeHooks] in
+            if runHook { writeHooks?.written(attribute, bytes: bytes, offset: options.offset, device: options.device) }
         }
         switch result {
         case .success:
@@ -101,12 +136,14 @@ final class GattRequestHandler {
                 ])
             guard let persistence, !options.prepareAuthorize else {
                 call.reply()
+                hook()
                 return
             }
             persistence.commit(afterWriteTo: attribute) { [logger] saved in
                 switch saved {
                 case .success:
                     call.reply()
+                    hook()
                 case .failure(let error):
                     // 0x0E rather than an application code: 0x80-0x9F belong to the
                     // profile, and "unlikely" is what a central can make sense of.

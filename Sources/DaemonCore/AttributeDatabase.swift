@@ -17,6 +17,7 @@ public final class AttributeDatabase {
     private var byID: [String: Attribute] = [:]
     private var observers: [(Attribute, ValueChangeOrigin) -> Void] = []
     private var writeObservers: [(Attribute, ValueChangeOrigin) -> Void] = []
+    private var subscriptionObservers: [(Attribute) -> Void] = []
 
     public init(configuration: Configuration) {
         for service in configuration.services {
@@ -58,6 +59,12 @@ public final class AttributeDatabase {
     /// changed the value (after the change observers, with the value as stored).
     public func observeWrites(_ observer: @escaping (Attribute, ValueChangeOrigin) -> Void) {
         writeObservers.append(observer)
+    }
+
+    /// Calls `observer` after `isNotifying` of a characteristic changed (first subscriber
+    /// arrived, last one left); not for repeated StartNotify/StopNotify.
+    public func observeSubscriptions(_ observer: @escaping (Attribute) -> Void) {
+        subscriptionObservers.append(observer)
     }
 
     // MARK: - Central operations
@@ -122,7 +129,9 @@ public final class AttributeDatabase {
     @discardableResult
     public func setNotifying(_ attribute: Attribute, _ notifying: Bool) -> Bool {
         guard attribute.isCharacteristic, attribute.access.canNotify else { return false }
+        guard attribute.isNotifying != notifying else { return true }
         attribute.isNotifying = notifying
+        for observer in subscriptionObservers { observer(attribute) }
         return true
     }
 

@@ -134,6 +134,11 @@ extension Daemon {
             return
         }
         application.persistence = newPersistence
+        Self.wireLiveValues(application, configuration: new, loop: loop, logger: logger)
+        updates.stop()
+        updates = Self.makeUpdates(
+            configuration: new, database: newDatabase, persistence: newPersistence, loop: loop, logger: logger)
+        updates.start()
         database = newDatabase
         persistence = newPersistence
         control.reconfigure(configuration: new, database: newDatabase, persistence: newPersistence)

@@ -27,6 +27,8 @@ final class Daemon {
     let advertiser: Advertiser
     /// org.gattd.Manager1: the control API for programs on the board (gattctl).
     let control: ControlManager
+    /// Value sources on timers (issue 4); replaced when a reload rebuilds the tree.
+    var updates: UpdateScheduler
     let logger: Logger
     var exitCode: Int32 = 0
     let notifier = SystemdNotifier()
@@ -65,6 +67,9 @@ final class Daemon {
         application = try GattApplication(
             configuration: configuration, database: database, connection: connection, logger: logger)
         application.persistence = persistence
+        Self.wireLiveValues(application, configuration: configuration, loop: loop, logger: logger)
+        updates = Self.makeUpdates(
+            configuration: configuration, database: database, persistence: persistence, loop: loop, logger: logger)
         registrar = BlueZRegistrar(
             connection: connection, application: application, preferredAdapter: adapter, loop: loop, logger: logger)
         advertiser = try Advertiser(configuration: configuration, connection: connection, loop: loop, logger: logger)
@@ -96,6 +101,29 @@ final class Daemon {
             configuration: configuration, database: database, storage: store, scheduling: scheduling, logger: logger)
         logger.info("state", metadata: ["path": "\(store.path)"])
         return persistence
+    }
+
+    /// The value sources of `configuration`, writing into `database`.
+    static func makeUpdates(
+        configuration: Configuration, database: AttributeDatabase, persistence: Persistence, loop: EventLoop,
+        logger: Logger
+    ) -> UpdateScheduler {
+        UpdateScheduler(
+            configuration: configuration, database: database, timers: .loop(loop), logger: logger,
+            makeSource: UpdateScheduler.daemonSources(loop: loop, persistence: persistence))
+    }
+
+    /// Notification pacing, MTU learning and write hooks (issue 4), for `configuration`.
+    /// A reload that rebuilds the tree calls it again; the learned MTU carries over.
+    static func wireLiveValues(
+        _ application: GattApplication, configuration: Configuration, loop: EventLoop, logger: Logger
+    ) {
+        let mtu = application.mtuTracker ?? MTUTracker()
+        application.mtuTracker = mtu
+        application.pacer = NotificationPacer(
+            configuration: configuration, clock: .loop(loop), mtu: mtu, logger: logger,
+            send: { [unowned application] attribute in application.sendValue(attribute) })
+        application.writeHooks = WriteHookRunner(configuration: configuration, loop: loop, logger: logger)
     }
 
     static func run(
@@ -171,6 +199,7 @@ final class Daemon {
         control.restoreAdvertisementStates()
         control.start()
         registrar.start()
+        updates.start()
     }
 
     private func stateChanged(_ state: BlueZRegistrar.State) {
@@ -230,6 +259,7 @@ final class Daemon {
         stopping = true
         logger.info("stopping")
         notify { try self.notifier.stopping() }
+        updates.stop()
         flushState()
         let deadline = loop.timer(after: .milliseconds(1500)) { [unowned self] in
             self.logger.warning("unregistering took too long; exiting anyway")

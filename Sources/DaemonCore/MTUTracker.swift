@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: MIT
+
+/// The ATT MTU gattd assumes for notifications, learnt from the `mtu` option bluetoothd
+/// sends with ReadValue/WriteValue (it is not told anything else about links).
+///
+/// Keeps the last MTU seen for each of the `rememberedDevices` most recently seen
+/// devices; `effective` is the smallest of them, because a notification goes to every
+/// subscribed central and is cut to `MTU - 3` for each (bluez-contract.md 1.6). Until a
+/// device is seen it is 23, the ATT default.
+public final class MTUTracker {
+    public static let defaultMTU = 23
+    public static let rememberedDevices = 8
+    /// Most recent last.
+    private var recent: [(device: String, mtu: Int)] = []
+
+    public init() {}
+
+    /// Records the `mtu` option of a request from `device` (nil: unknown device). Values
+    /// below 23 are not valid ATT MTUs and are ignored.
+    public func record(mtu: Int, device: String?) {
+        guard mtu >= Self.defaultMTU else { return }
+        let key = device ?? ""
+        recent.removeAll { $0.device == key }
+        recent.append((key, mtu))
+        if recent.count > Self.rememberedDevices { recent.removeFirst(recent.count - Self.rememberedDevices) }
+    }
+
+    /// The smallest MTU among recently seen devices, or 23.
+    public var effective: Int { recent.map(\.mtu).min() ?? Self.defaultMTU }
+
+    /// The longest notification payload that arrives whole: `effective - 3`.
+    public var notificationPayload: Int { effective - 3 }
+}

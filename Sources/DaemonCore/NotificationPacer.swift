@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: MIT
+
+public import BLEModel
+public import Logging
+
+/// Back-pressure for notifications (bluez-contract.md 1.6: bluetoothd has none, and
+/// queues every PropertiesChanged it receives for every subscribed central).
+///
+/// Per characteristic, notifications are at least `interval(for:)` apart: the
+/// characteristic's `notifyIntervalMs`, or `defaultInterval` (10 ms: never more than 100
+/// per second, the fastest `everyMs`, and longer than the 7.5 ms minimum connection
+/// interval) when it is absent or 0. A change inside the interval marks the
+/// characteristic pending and one timer sends it when the interval ends, with the value
+/// it has then: the latest value wins, older ones are dropped, and no queue exists.
+/// A value longer than `MTUTracker.notificationPayload` is sent (bluetoothd cuts it) and
+/// warned about once per characteristic.
+public final class NotificationPacer {
+    public static let defaultInterval: Duration = .milliseconds(10)
+
+    private final class Lane {
+        var lastSent: ContinuousClock.Instant?
+        var cancelPending: (() -> Void)?
+        var warnedTruncation = false
+    }
+
+    private let intervals: [String: Duration]
+    private let clock: PacerClock
+    private let mtu: MTUTracker
+    private let logger: Logger
+    private let send: (Attribute) -> Void
+    private var lanes: [String: Lane] = [:]
+    /// Notifications sent.
+    public private(set) var sentCount = 0
+    /// Changes that replaced a pending one (dropped in favour of a later value).
+    public private(set) var coalescedCount = 0
+    /// Truncation warnings logged (at most one per characteristic).
+    public private(set) var truncationWarnings = 0
+
+    /// `send` emits the attribute's current value (PropertiesChanged).
+    public init(
+        configuration: Configuration, clock: PacerClock, mtu: MTUTracker, logger: Logger,
+        send: @escaping (Attribute) -> Void
+    ) {
+        var intervals: [String: Duration] = [:]
+        for characteristic in configuration.services.flatMap(\.characteristics) {
+            if let ms = characteristic.notifyIntervalMs, ms > 0 { intervals[characteristic.id] = .milliseconds(ms) }
+        }
+        self.intervals = intervals
+        self.clock = clock
+        self.mtu = mtu
+        self.logger = logger
+        self.send = send
+    }
+
+    /// The minimum spacing of notifications of characteristic `id`.
+    public func interval(for id: String) -> Duration { intervals[id] ?? Self.defaultInterval }
+
+    /// Whether a change of `id` is waiting for its interval to end.
+    public func isPending(_ id: String) -> Bool { lanes[id]?.cancelPending != nil }
+
+    /// A subscribed characteristic's value changed: send it now or when its interval ends.
+    public func submit(_ attribute: Attribute) {
+        let lane = lanes[attribute.id] ?? Lane()
+        lanes[attribute.id] = lane
+        if lane.cancelPending != nil {
+            coalescedCount += 1
+            return
+        }
+        let now = clock.now()
+        if let last = lane.lastSent, now < last + interval(for: attribute.id) {
+            lane.cancelPending = clock.at(last + interval(for: attribute.id)) { [weak self, unowned lane] in
+                lane.cancelPending = nil
+                self?.sendNow(attribute, lane)
+            }
+            return
+        }
+        sendNow(attribute, lane)
+    }
+
+    private func sendNow(_ attribute: Attribute, _ lane: Lane) {
+        guard attribute.isNotifying else { return }  // The last subscriber left meanwhile.
+        lane.lastSent = clock.now()
+        sentCount += 1
+        let limit = mtu.notificationPayload
+        if attribute.value.count > limit && !lane.warnedTruncation {
+            lane.warnedTruncation = true
+            truncationWarnings += 1
+            logger.warning(
+                "notification longer than MTU-3; bluetoothd cuts it (warned once per characteristic)",
+                metadata: [
+                    "gatt.id": "\(attribute.id)", "length": "\(attribute.value.count)", "mtu": "\(mtu.effective)",
+                    "sent": "\(limit)",
+                ])
+        }
+        send(attribute)
+    }
+}

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: MIT
+
+public import Mainloop
+
+/// The time source and one-shot timers of `NotificationPacer`: the loop's monotonic
+/// clock in the daemon, a manual clock in tests.
+public struct PacerClock {
+    public var now: () -> ContinuousClock.Instant
+    /// Runs the closure once at the instant; returns the function that cancels it.
+    public var at: (ContinuousClock.Instant, @escaping () -> Void) -> () -> Void
+
+    public init(
+        now: @escaping () -> ContinuousClock.Instant,
+        at: @escaping (ContinuousClock.Instant, @escaping () -> Void) -> () -> Void
+    ) {
+        self.now = now
+        self.at = at
+    }
+
+    public static func loop(_ loop: EventLoop) -> PacerClock {
+        PacerClock(
+            now: { ContinuousClock.now },
+            at: { instant, job in
+                let timer = loop.timer(at: instant, job)
+                return { timer.cancel() }
+            })
+    }
+}

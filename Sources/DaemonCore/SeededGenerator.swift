@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: MIT
+
+/// SplitMix64: a small, fast, seedable generator, so random sources are reproducible in
+/// tests. Not for secrets.
+public struct SeededGenerator: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    public init(seed: UInt64) {
+        state = seed
+    }
+
+    /// Seeded from the system's generator (the kernel's), for the daemon.
+    public static func fromKernel() -> SeededGenerator {
+        var system = SystemRandomNumberGenerator()
+        return SeededGenerator(seed: system.next())
+    }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+
+public import BLEModel
+public import Logging
+public import Mainloop
+
+/// Runs the `onWrite` programs of characteristics (no shell, on the loop, never blocking it).
+///
+/// The program gets the written bytes on stdin and, in its environment, `GATT_VALUE_HEX`
+/// (lowercase hex of the bytes), `GATT_OFFSET`, `GATT_ID`, `GATT_UUID` and `GATT_DEVICE`
+/// (the device's object path, empty if unknown). The central's bytes never appear in argv.
+///
+/// - `decide` (hooks with `decides`): exit status 0 accepts; 128...159 rejects with the
+///   ATT application error of that value; anything else, a signal or the timeout is
+///   `unlikely` (0x0E).
+/// - `written` (other hooks): runs after the write was accepted and stored; the outcome
+///   is only logged.
+/// - At most `maximumRunning` programs run per characteristic; past that `decide`
+///   answers `unlikely` at once and `written` skips the program (logged).
+public final class WriteHookRunner {
+    public static let maximumRunning = 4
+    private let hooks: [String: WriteHook]
+    private let loop: EventLoop
+    private let logger: Logger
+    private var running: [String: Int] = [:]
+
+    public init(configuration: Configuration, loop: EventLoop, logger: Logger) {
+        var hooks: [String: WriteHook] = [:]
+        for characteristic in configuration.services.flatMap(\.characteristics) {
+            if let hook = characteristic.onWrite { hooks[characteristic.id] = hook }
+        }
+        self.hooks = hooks
+        self.loop = loop
+        self.logger = logger
+    }
+
+    /// The hook of `attribute`, nil when it has none.
+    public func hook(for attribute: Attribute) -> WriteHook? { hooks[attribute.id] }
+
+    /// Programs of `id` still running.
+    public func runningCount(_ id: String) -> Int { running[id] ?? 0 }
+
+    /// The verdict of a deciding hook's outcome: nil accepts.
+    public static func verdict(_ outcome: ChildProcess.Outcome) -> GATTError? {
+        switch outcome {
+        case .exited(0): nil
+        case .exited(let status) where (128...159).contains(status): .application(UInt8(status))
+        default: .unlikely
+        }
+    }
+
+    /// Runs the deciding hook of `attribute` for a write not yet stored; `verdict` gets
+    /// nil to accept or the error to answer.
+    public func decide(
+        _ attribute: Attribute, bytes: [UInt8], offset: Int, device: String?, verdict: @escaping (GATTError?) -> Void
+    ) {
+        guard let hook = hooks[attribute.id] else {
+            verdict(nil)
+            return
+        }
+        let started = run(hook, attribute, bytes, offset, device) { [logger] outcome in
+            let error = Self.verdict(outcome)
+            logger.info(
+                error == nil ? "write hook accepted the write" : "write hook refused the write",
+                metadata: [
+                    "gatt.id": "\(attribute.id)", "outcome": "\(outcome)",
+                    "att.error": "\(error.map { "0x" + String($0.attCode, radix: 16) } ?? "none")",
+                ])
+            verdict(error)
+        }
+        if !started { verdict(.unlikely) }
+    }
+
+    /// Runs the (non-deciding) hook of `attribute` after an accepted write.
+    public func written(_ attribute: Attribute, bytes: [UInt8], offset: Int, device: String?) {
+        guard let hook = hooks[attribute.id] else { return }
+        _ = run(hook, attribute, bytes, offset, device) { [logger] outcome in
+            guard outcome != .exited(0) else { return }
+            logger.warning("write hook failed", metadata: ["gatt.id": "\(attribute.id)", "outcome": "\(outcome)"])
+        }
+    }
+
+    /// False when the program could not start (logged).
+    private func run(
+        _ hook: WriteHook, _ attribute: Attribute, _ bytes: [UInt8], _ offset: Int, _ device: String?,
+        _ done: @escaping (ChildProcess.Outcome) -> Void
+    ) -> Bool {
+        let id = attribute.id
+        guard runningCount(id) < Self.maximumRunning else {
+            logger.warning(
+                "write hook not run: too many still running",
+                metadata: ["gatt.id": "\(id)", "running": "\(runningCount(id))"])
+            return false
+        }
+        let environment = [
+            "GATT_VALUE_HEX": Self.hex(bytes), "GATT_OFFSET": "\(offset)", "GATT_ID": id,
+            "GATT_UUID": "\(attribute.uuid)", "GATT_DEVICE": device ?? "",
+        ]
+        do {
+            _ = try ChildProcess.start(
+                argv: hook.argv, environment: environment, stdin: bytes, timeout: .milliseconds(hook.timeoutMs),
+                loop: loop
+            ) { [weak self] finished in
+                self?.running[id, default: 1] -= 1
+                done(finished.outcome)
+            }
+        } catch {
+            logger.error("write hook cannot start", metadata: ["gatt.id": "\(id)", "error": "\(error)"])
+            return false
+        }
+        running[id, default: 0] += 1
+        return true
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+}

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+
+import BLEModel
+import DaemonCore
+import Testing
+
+private let definition = """
+    {"version": 1, "services": [{"uuid": "180D", "characteristics": [
+      {"id": "fast", "uuid": "2A37", "flags": ["read", "write", "notify"], "notifyIntervalMs": 50},
+      {"id": "plain", "uuid": "2A38", "flags": ["read", "write", "notify"]}
+    ]}]}
+    """
+
+@Suite("Notification pacer")
+struct PacerTests {
+    private final class Fixture {
+        let clock = ManualClock()
+        let mtu = MTUTracker()
+        let database: AttributeDatabase
+        let pacer: NotificationPacer
+        var sent: [(id: String, value: [UInt8], at: ContinuousClock.Instant)] = []
+
+        init() throws {
+            let configuration = try liveConfiguration(definition)
+            database = AttributeDatabase(configuration: configuration)
+            var send: ((Attribute) -> Void)?
+            pacer = NotificationPacer(
+                configuration: configuration, clock: clock.clock, mtu: mtu, logger: quietLogger,
+                send: { send?($0) })
+            send = { [unowned self] attribute in self.sent.append((attribute.id, attribute.value, self.clock.now)) }
+            database.observeChanges { [unowned self] attribute, _ in
+                if attribute.isNotifying { self.pacer.submit(attribute) }
+            }
+            for attribute in database.attributes { database.setNotifying(attribute, true) }
+        }
+
+        func set(_ id: String, _ value: [UInt8]) {
+            database.set(database[id]!, to: value, origin: .control)
+        }
+    }
+
+    @Test("a flood every 1 ms with notifyIntervalMs 50 sends at most one per 50 ms, the latest value")
+    func floodIsPaced() throws {
+        let f = try Fixture()
+        let start = f.clock.now
+        for step in 0..<1000 {
+            f.set("fast", [UInt8(truncatingIfNeeded: step >> 8), UInt8(truncatingIfNeeded: step)])
+            f.clock.advance(by: .milliseconds(1))
+        }
+        f.clock.advance(by: .milliseconds(100))
+        let sent = f.sent.filter { $0.id == "fast" }
+        // 1 s of changes: one at once, then one per 50 ms, plus the final pending one.
+        #expect(sent.count <= 1000 / 50 + 1)
+        #expect(sent.count >= 1000 / 50)
+        for (earlier, later) in zip(sent, sent.dropFirst()) {
+            #expect(later.at - earlier.at >= .milliseconds(50))
+        }
+        #expect(sent.last?.value == [3, 231], "the last value (999) is the one that goes out")
+        #expect(f.pacer.coalescedCount > 900, "dropped values are not queued")
+        #expect(f.clock.pendingCount == 0)
+        #expect(sent.first?.at == start)
+    }
+
+    @Test("without notifyIntervalMs the default spacing is 10 ms")
+    func defaultInterval() throws {
+        let f = try Fixture()
+        #expect(f.pacer.interval(for: "plain") == .milliseconds(10))
+        #expect(f.pacer.interval(for: "fast") == .milliseconds(50))
+        f.set("plain", [1])
+        f.set("plain", [2])
+        f.set("plain", [3])
+        #expect(f.sent.map(\.value) == [[1]])
+        #expect(f.pacer.isPending("plain"))
+        f.clock.advance(by: .milliseconds(9))
+        #expect(f.sent.count == 1)
+        f.clock.advance(by: .milliseconds(1))
+        #expect(f.sent.map(\.value) == [[1], [3]])
+        f.clock.advance(by: .seconds(1))
+        f.set("plain", [4])
+        #expect(f.sent.map(\.value) == [[1], [3], [4]], "after a quiet interval a change goes out at once")
+    }
+
+    @Test("a pending value is dropped when the last subscriber leaves")
+    func unsubscribeDropsPending() throws {
+        let f = try Fixture()
+        f.set("fast", [1])
+        f.set("fast", [2])
+        f.database.setNotifying(f.database["fast"]!, false)
+        f.clock.advance(by: .milliseconds(60))
+        #expect(f.sent.map(\.value) == [[1]])
+    }
+
+    @Test("the effective MTU is the smallest recent one; longer values warn once per characteristic")
+    func mtuWarning() throws {
+        let f = try Fixture()
+        #expect(f.mtu.effective == 23)
+        f.mtu.record(mtu: 185, device: "/org/bluez/hci0/dev_A")
+        f.mtu.record(mtu: 64, device: "/org/bluez/hci0/dev_B")
+        f.mtu.record(mtu: 517, device: "/org/bluez/hci0/dev_A")
+        #expect(f.mtu.effective == 64)
+        f.set("plain", [UInt8](repeating: 1, count: 61))
+        #expect(f.pacer.truncationWarnings == 0, "61 bytes fit MTU 64 - 3")
+        f.clock.advance(by: .milliseconds(20))
+        f.set("plain", [UInt8](repeating: 2, count: 62))
+        f.clock.advance(by: .milliseconds(20))
+        f.set("plain", [UInt8](repeating: 3, count: 100))
+        #expect(f.pacer.truncationWarnings == 1)
+        #expect(f.sent.count == 3, "the value is still sent; bluetoothd cuts it")
+        for device in 0..<MTUTracker.rememberedDevices { f.mtu.record(mtu: 247, device: "dev\(device)") }
+        #expect(f.mtu.effective == 247, "devices not seen lately are forgotten")
+    }
+}

@@ -1,0 +1,186 @@
+# SPDX-License-Identifier: MIT
+"""Live values (issue 4): timed sources, pacing, write hooks, as the stand-in sees them.
+
+Every wait is a stand-in call that returns on the event or fails with a timeout;
+"nothing happens" is proved by a WaitForNotifications that must time out.
+"""
+
+import json
+import os
+import struct
+
+import dbus
+import pytest
+
+from harness import DEVICE, one_by_uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+EXAMPLES = os.path.join(REPO, "config")
+WAIT_MS = dbus.UInt32(10000)
+MTU = dbus.UInt16(23)
+HR_MEASUREMENT = "2a37"
+BATTERY_LEVEL = "2a19"
+FAST = "12345678-1234-5678-1234-56789abc6001"
+TIMEOUT = "org.gattd.test.Error.Timeout"
+
+
+def path_of(standin, uuid):
+    return one_by_uuid(standin.call("Attributes"), uuid)["path"]
+
+
+def start(start_gattd, standin, config):
+    g = start_gattd(config)
+    standin.call("WaitForApplication", WAIT_MS)
+    return g
+
+
+def notifications(standin, path):
+    return [bytes(v) for v in standin.call("Notifications", path)]
+
+
+def times_s(standin, path):
+    return [t / 1e6 for t in standin.call("NotificationTimes", path)]
+
+
+def assert_silent(standin, path, window_ms):
+    """No notification beyond those already seen arrives within window_ms."""
+    seen = len(standin.call("Notifications", path))
+    with pytest.raises(dbus.exceptions.DBusException) as err:
+        standin.call("WaitForNotifications", path, dbus.UInt32(seen + 1), dbus.UInt32(window_ms))
+    assert err.value.get_dbus_name() == TIMEOUT
+    return seen
+
+
+def test_heart_rate_example_notifies_at_its_rate_only_while_subscribed(start_gattd, standin):
+    g = start(start_gattd, standin, os.path.join(EXAMPLES, "heart-rate.json"))
+    path = path_of(standin, HR_MEASUREMENT)
+    assert_silent(standin, path, 1500)  # nobody subscribed: the timer does not run
+    assert standin.call("Subscribe", path, DEVICE) == 0
+    standin.call("WaitForNotifications", path, dbus.UInt32(4), WAIT_MS)
+    values = notifications(standin, path)[:4]
+    # The first tick (at StartNotify) gives 60, the defined value, so the first change is 61.
+    assert values == [bytes([0, 61]), bytes([0, 62]), bytes([0, 63]), bytes([0, 64])]
+    gaps = [b - a for a, b in zip(times_s(standin, path), times_s(standin, path)[1:4])]
+    print("heart-rate gaps (s):", ["%.3f" % gap for gap in gaps])
+    assert all(0.9 <= gap <= 1.1 for gap in gaps), gaps
+    standin.call("Unsubscribe", path, DEVICE)
+    # A tick may have been on its way when StopNotify left; after that, silence.
+    seen = len(standin.call("Notifications", path))
+    assert seen <= 5
+    assert_silent(standin, path, 2500)
+    assert g.alive()
+
+
+def test_battery_example_follows_its_file_and_stays_silent_unsubscribed(start_gattd, standin, tmp_path):
+    capacity = tmp_path / "capacity"
+    capacity.write_text("50\n")
+    with open(os.path.join(EXAMPLES, "battery.json")) as f:
+        config = json.load(f)
+    update = config["services"][0]["characteristics"][0]["update"]
+    assert update["source"]["file"]["path"] == "/sys/class/power_supply/BAT0/capacity"
+    update["source"]["file"]["path"] = str(capacity)
+    update["everyMs"] = 200  # the example's 10 s, shortened for the test
+    config_path = tmp_path / "battery.json"
+    config_path.write_text(json.dumps(config))
+    start(start_gattd, standin, str(config_path))
+    path = path_of(standin, BATTERY_LEVEL)
+    # whileUnsubscribed: the value is fresh before anyone subscribes.
+    standin.call("Subscribe", path, DEVICE)
+    assert bytes(standin.call("Read", path, dbus.UInt16(0), MTU, DEVICE)) == bytes([50])
+    capacity.write_text("49\n")
+    standin.call("WaitForNotifications", path, dbus.UInt32(1), WAIT_MS)
+    capacity.write_text("48\n")
+    standin.call("WaitForNotifications", path, dbus.UInt32(2), WAIT_MS)
+    assert notifications(standin, path) == [bytes([49]), bytes([48])]
+    assert_silent(standin, path, 600)  # unchanged value: no notification
+    standin.call("Unsubscribe", path, DEVICE)
+    capacity.write_text("47\n")
+    assert_silent(standin, path, 1000)
+    # whileUnsubscribed keeps reads fresh.
+    assert bytes(standin.call("Read", path, dbus.UInt16(0), MTU, DEVICE)) == bytes([47])
+
+
+def test_flood_is_paced_latest_value_wins(start_gattd, standin):
+    start(start_gattd, standin, "live-flood.json")
+    path = path_of(standin, FAST)
+    standin.call("Subscribe", path, DEVICE)
+    standin.call("WaitForNotifications", path, dbus.UInt32(1), WAIT_MS)
+    window_ms = 3000
+    assert_silent_or_count = len(standin.call("Notifications", path))
+    with pytest.raises(dbus.exceptions.DBusException):
+        # More than the pacing allows must never arrive: this wait has to time out.
+        standin.call("WaitForNotifications", path, dbus.UInt32(assert_silent_or_count + 1000),
+                     dbus.UInt32(window_ms))
+    standin.call("Unsubscribe", path, DEVICE)
+    times = times_s(standin, path)
+    values = [struct.unpack("<H", v)[0] for v in notifications(standin, path)]
+    span = times[-1] - times[0]
+    rate = (len(times) - 1) / span
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    steps = [b - a for a, b in zip(values, values[1:])]
+    median_gap = sorted(gaps)[len(gaps) // 2]
+    print("flood: %d notifications in %.3f s = %.1f/s; gaps at the stand-in: median %.1f ms, min %.1f ms; "
+          "counter steps between notifications: min %d, median %d (the counter ticks every 10 ms)"
+          % (len(times), span, rate, median_gap * 1000, min(gaps) * 1000, min(steps),
+             sorted(steps)[len(steps) // 2]))
+    assert len(times) >= 20
+    assert len(times) <= span * 20 + 2, "at most 20 per second (+1), however fast the source"
+    # The stand-in's receive times jitter with its own scheduling; the counter values are
+    # gattd's clock: 50 ms between notifications is about 5 counter ticks.
+    assert min(steps) >= 4, "two notifications were less than ~40 ms apart in gattd"
+    assert 0.045 <= median_gap <= 0.055
+    assert all(step > 0 for step in steps), "no stale value arrives after a newer one"
+
+
+@pytest.fixture
+def hook_config(tmp_path):
+    written = tmp_path / "written"
+    config = {
+        "version": 1,
+        "services": [{"id": "hooks", "uuid": "12345678-1234-5678-1234-56789abc6100", "characteristics": [
+            {"id": "gate", "uuid": "12345678-1234-5678-1234-56789abc6101", "flags": ["read", "write"],
+             "value": {"hex": "ff"}, "maxLength": 4, "persist": False,
+             "onWrite": {"argv": ["/bin/sh", "-c", "test \"$GATT_VALUE_HEX\" = 00 && exit 0; exit 128"],
+                         "decides": True, "timeoutMs": 5000}},
+            {"id": "log", "uuid": "12345678-1234-5678-1234-56789abc6102", "flags": ["read", "write"],
+             "maxLength": 8, "persist": False,
+             "onWrite": {"argv": ["/bin/sh", "-c", "{ printf '%s %s ' \"$GATT_ID\" \"$GATT_DEVICE\"; cat; } > \"$1\"",
+                                  "sh", str(written)]}},
+        ]}],
+    }
+    path = tmp_path / "hooks.json"
+    path.write_text(json.dumps(config))
+    return str(path), written
+
+
+def test_deciding_hook_refuses_with_0x80_and_accepts_with_0(start_gattd, standin, hook_config):
+    config, _ = hook_config
+    start(start_gattd, standin, config)
+    gate = path_of(standin, "12345678-1234-5678-1234-56789abc6101")
+
+    def att_write(value):
+        return int(standin.call("WriteAtt", gate, dbus.ByteArray(value), dbus.UInt16(0), MTU, DEVICE, False))
+
+    def read():
+        return bytes(standin.call("Read", gate, dbus.UInt16(0), MTU, DEVICE))
+
+    assert att_write(b"\x01") == 0x80
+    assert read() == b"\xff", "a refused value is not stored"
+    assert att_write(b"\x00") == 0
+    assert read() == b"\x00"
+
+
+def test_hook_gets_the_value_on_stdin_after_the_write(start_gattd, standin, hook_config):
+    config, written = hook_config
+    start(start_gattd, standin, config)
+    log = path_of(standin, "12345678-1234-5678-1234-56789abc6102")
+    value = b"a;$(x)\n"
+    standin.call("Write", log, dbus.ByteArray(value), dbus.UInt16(0), MTU, DEVICE, False)
+    # The hook runs after the reply; a read round trip cannot order it, so wait for its file.
+    import time
+    deadline = time.monotonic() + 10
+    while not (written.exists() and written.read_bytes().endswith(value)):
+        assert time.monotonic() < deadline, "the hook did not write its file"
+        time.sleep(0.01)
+    assert written.read_bytes() == b"log " + DEVICE.encode() + b" " + value
