@@ -12,7 +12,8 @@ VERSION      ?= 0.1.0
 DEBUG_BIN    := .build/debug
 RELEASE_BIN  := .build/release
 
-.PHONY: all deps build release test test-unit test-integration check-config check-deb demo install deb clean
+.PHONY: all deps build release test test-unit test-integration test-vm vm-prepare check-config check-deb \
+	demo demo-standin install deb clean
 
 all: build
 
@@ -26,8 +27,8 @@ release: deps
 	$(SWIFT) build -c release --static-swift-stdlib $(SWIFT_FLAGS)
 
 # Everything CI runs: unit tests, config examples, the .deb's contents (not installed),
-# integration against the stand-in bluetoothd.
-test: build test-unit check-config check-deb test-integration
+# integration against the stand-in bluetoothd, and the real bluetoothd in a guest.
+test: build test-unit check-config check-deb test-integration test-vm
 
 test-unit:
 	$(SWIFT) test $(SWIFT_FLAGS)
@@ -54,8 +55,25 @@ install: release
 deb: release
 	VERSION="$(VERSION)" scripts/make-deb $(CURDIR) $(RELEASE_BIN)
 
-# Shows gattd serving config/example.json to a central (stand-in bluetoothd on a private bus).
-demo: build
+# The real bluetoothd 5.66 in a throwaway QEMU guest with two virtual controllers
+# (Tests/vm/README.md): installs qemu, busybox-static, bluez and the Debian kernel once.
+SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+
+vm-prepare:
+	$(SUDO) Tests/vm/prepare-host
+
+test-vm: build vm-prepare
+	Tests/vm/run-suite --gattd $(CURDIR)/$(DEBUG_BIN)/gattd
+
+# Shows gattd serving config/example.json, advertising included, to a real central
+# through the real bluetoothd, in a guest; prints each step and where the logs are.
+demo: build vm-prepare
+	Tests/vm/run-guest --main-conf $(CURDIR)/Tests/vm/configs/bluetoothd-main.conf \
+	  --env GATTD_BIN=$(CURDIR)/$(DEBUG_BIN)/gattd --env GATTD_CONFIG=$(CURDIR)/config/example.json \
+	  --env GATTD_ADVERTISES=1 --env GATTD_CENTRAL_ARGS=--no-long-read Tests/vm/scenarios/gattd-core.sh
+
+# The same exchange against the stand-in bluetoothd on a private bus (no guest, seconds).
+demo-standin: build
 	scripts/demo-standin config/example.json
 
 clean:

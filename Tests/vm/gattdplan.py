@@ -5,6 +5,7 @@ Every expectation comes from the configuration file: service, characteristic and
 descriptor UUIDs and flags, initial values, minLength/maxLength, which characteristics are
 read-only and which notify. Only the ATT error names are BlueZ 5.66's own (see central.py).
 """
+import base64
 import json
 import struct
 
@@ -20,7 +21,9 @@ _INT_FORMATS = {'uint8': '<B', 'uint16': '<H', 'uint32': '<I', 'uint64': '<Q',
 
 
 def encode(value):
-    """Returns the bytes a configured value stands for."""
+    """Returns the bytes a configured value stands for (an array is a concatenation)."""
+    if isinstance(value, list):
+        return b''.join(encode(part) for part in value)
     if not isinstance(value, dict) or len(value) != 1:
         raise CheckFailed('plan cannot read value %r' % (value,))
     kind, v = next(iter(value.items()))
@@ -30,6 +33,12 @@ def encode(value):
         return bytes.fromhex(v.replace(':', '').replace(' ', ''))
     if kind in _INT_FORMATS:
         return struct.pack(_INT_FORMATS[kind], v)
+    if kind == 'bytes':
+        return bytes(v)
+    if kind == 'base64':
+        return base64.b64decode(v + '=' * (-len(v) % 4))
+    if kind in ('float32', 'float64'):
+        return struct.pack('<f' if kind == 'float32' else '<d', v)
     raise CheckFailed('plan does not know value kind "%s"' % kind)
 
 
