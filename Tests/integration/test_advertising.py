@@ -194,3 +194,20 @@ def test_instance_limit_is_explained(start_gattd, one_instance):
     # main's registration may still be in flight when beacon's refusal is logged.
     one_instance.call("WaitForAdvert", WAIT_MS)
     assert len(adverts_by_path(one_instance)) == 1
+
+
+def test_readvertise_after_a_central_disconnects(start_gattd, standin):
+    """readvertiseAfterDisconnect: a central's Device1.Connected turning false makes gattd
+    register that advertisement again (controllers may stop advertising after a
+    connection); an advertisement without the flag is left alone."""
+    g = start_gattd("adv-readvertise.json")
+    wait_for_adverts(g, standin, ["again", "once"])
+    standin.call("SetDeviceConnected", "hci0", "00:11:22:33:44:55", True)
+    standin.call("SetDeviceConnected", "hci0", "00:11:22:33:44:55", False)
+    assert wait_registrations(g, "again", 2), "advertisement again not registered a second time"
+    line = g.child.wait_for_line("central disconnected; registering advertisements again", 5)
+    assert line is not None and "adv.ids=again " in line + " ", line
+    # Same stand-in, same gattd: "once" kept its single registration.
+    assert sum(1 for l in g.child.out.lines
+               if "advertisement registered" in l and "adv.id=once " in l + " ") == 1
+    assert sorted(adverts_by_path(standin)) == ["/org/gattd/adv/again", "/org/gattd/adv/once"]

@@ -199,3 +199,21 @@ class AdapterObject(PropertiesObject):
     def UnregisterAdvertisement(self, path, sender, msg):
         check_signature(msg, "o")
         self.daemon.adverts.unregister(self, sender, str(path))
+
+
+DEVICE1 = "org.bluez.Device1"
+
+
+class DeviceObject(PropertiesObject):
+    """A remote central as bluetoothd shows it: org.bluez.Device1 with Address and Connected.
+
+    Only what a peripheral daemon watches (Connected changing) is modelled.
+    """
+
+    def __init__(self, conn, adapter_path, address):
+        super().__init__(conn, "%s/dev_%s" % (adapter_path, address.replace(":", "_")))
+        self.props[DEVICE1] = {
+            "Address": dbus.String(address),
+            "Adapter": dbus.ObjectPath(adapter_path),
+            "Connected": dbus.Boolean(False),
+        }

@@ -201,6 +201,22 @@ class ControlObject(dbus.service.Object):
         for adapter in self.d.adapters.values():
             adapter._set_bool("Powered", dbus.Boolean(powered))
 
+    @dbus.service.method(IFACE, in_signature="ssb", out_signature="o")
+    def SetDeviceConnected(self, adapter, address, connected):
+        """A central connects or disconnects: Device1.Connected changes (PropertiesChanged)."""
+        import bluez_objects
+        adapter_object = self.d.adapters.get(str(adapter))
+        if adapter_object is None:
+            raise control_error("no adapter %s" % adapter)
+        devices = self.__dict__.setdefault("_devices", {})
+        key = (str(adapter), str(address))
+        device = devices.get(key)
+        if device is None:
+            device = devices[key] = bluez_objects.DeviceObject(self.connection, adapter_object.path, str(address))
+        device.update(bluez_objects.DEVICE1, Connected=dbus.Boolean(bool(connected)))
+        self.d.log("device %s Connected=%s" % (device.path, bool(connected)))
+        return dbus.ObjectPath(device.path)
+
     @dbus.service.method(IFACE, in_signature="s", out_signature="")
     def RemoveAdapter(self, name):
         self.d.remove_adapter(str(name))
