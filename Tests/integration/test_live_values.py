@@ -184,3 +184,30 @@ def test_hook_gets_the_value_on_stdin_after_the_write(start_gattd, standin, hook
         assert time.monotonic() < deadline, "the hook did not write its file"
         time.sleep(0.01)
     assert written.read_bytes() == b"log " + DEVICE.encode() + b" " + value
+
+
+def test_counter_continues_where_it_stopped_after_a_restart(start_gattd, standin, tmp_path):
+    """issue 5: a counter source's position is saved (at the latest on SIGTERM) and a
+    restarted gattd continues from it instead of starting over."""
+    config = {"version": 1, "services": [{"id": "svc", "uuid": "12345678-1234-5678-1234-56789abc7000",
+              "characteristics": [{"id": "count", "uuid": FAST, "flags": ["read", "notify"],
+                                   "value": {"uint16": 0},
+                                   "update": {"everyMs": 20,
+                                              "source": {"counter": {"start": 0, "step": 1, "min": 0, "max": 60000}},
+                                              "encode": {"uint16": "$"}}}]}]}
+    config_path = tmp_path / "counter.json"
+    config_path.write_text(json.dumps(config))
+    g = start(start_gattd, standin, str(config_path))
+    path = path_of(standin, FAST)
+    standin.call("Subscribe", path, DEVICE)
+    standin.call("WaitForNotifications", path, dbus.UInt32(5), WAIT_MS)
+    standin.call("Unsubscribe", path, DEVICE)  # the timer stops with the last subscriber
+    g.stop()  # SIGTERM: flushes the counter
+    before = max(struct.unpack("<H", v)[0] for v in notifications(standin, path))
+    seen = len(notifications(standin, path))
+    start(start_gattd, standin, str(config_path))  # same state directory
+    path = path_of(standin, FAST)
+    standin.call("Subscribe", path, DEVICE)
+    standin.call("WaitForNotifications", path, dbus.UInt32(seen + 1), WAIT_MS)
+    after = struct.unpack("<H", notifications(standin, path)[seen])[0]
+    assert after > before, "counter restarted at %d after reaching %d" % (after, before)
