@@ -211,3 +211,16 @@ def test_readvertise_after_a_central_disconnects(start_gattd, standin):
     assert sum(1 for l in g.child.out.lines
                if "advertisement registered" in l and "adv.id=once " in l + " ") == 1
     assert sorted(adverts_by_path(standin)) == ["/org/gattd/adv/again", "/org/gattd/adv/once"]
+
+
+def test_power_cycle_that_lost_the_instances_registers_again(all_keys, standin):
+    """After power-on gattd compares ActiveInstances with what it registered; when the
+    controller lost them (no Release was sent) it registers them again."""
+    g, _ = all_keys
+    standin.call("SetPowered", False)
+    assert standin.call("ForgetAdvertisingInstances", "hci0") == 2
+    assert adverts_by_path(standin) == {}
+    standin.call("SetPowered", True)
+    adverts = wait_for_adverts(g, standin, ["main", "beacon"], count=2)
+    assert set(adverts) == {MAIN, BEACON}
+    assert g.child.wait_for_line("registering them again", 5) is not None

@@ -196,6 +196,15 @@ class ControlObject(dbus.service.Object):
     def ReleaseAdvert(self, path):
         self.d.adverts.release(str(path))
 
+    @dbus.service.method(IFACE, in_signature="s", out_signature="u")
+    def ForgetAdvertisingInstances(self, adapter):
+        """The instances vanish without Release (what a kernel that does not restore
+        advertising after power-on looks like from D-Bus: ActiveInstances drops)."""
+        keys = [k for k in self.d.adverts.adverts if k[0] == str(adapter)]
+        for key in keys:
+            self.d.adverts._remove(key, release=False, why="instances lost by the controller")
+        return dbus.UInt32(len(keys))
+
     @dbus.service.method(IFACE, in_signature="b", out_signature="")
     def SetPowered(self, powered):
         for adapter in self.d.adapters.values():
