@@ -33,7 +33,7 @@ final class GattRequestHandler {
 
     func handle(_ call: MethodCall, for attribute: Attribute, at path: ObjectPath) {
         let member = call.member ?? ""
-        guard let sender = call.sender, sender == trustedSender else {
+        guard call.isSent(by: trustedSender) else {
             logger.warning(
                 "refused a call from a sender that is not bluetoothd",
                 metadata: [
@@ -65,8 +65,7 @@ final class GattRequestHandler {
     }
 
     private func read(_ call: MethodCall, _ attribute: Attribute) throws(DBusError) {
-        let arguments = try call.arguments()
-        let options = try GattRequestOptions(arguments[0], method: "ReadValue")
+        let options = try GattRequestOptions(call, argument: 0, method: "ReadValue")
         if let mtu = options.mtu { mtuTracker?.record(mtu: mtu, device: options.device) }
         switch database.read(attribute, offset: options.offset) {
         case .success(let bytes):
@@ -76,7 +75,7 @@ final class GattRequestHandler {
                     "gatt.id": "\(attribute.id)", "device": "\(options.device ?? "")",
                     "offset": "\(options.offset)", "length": "\(bytes.count)",
                 ])
-            call.reply([.bytes(Array(bytes))])
+            call.reply(bytes: bytes)
         case .failure(let error):
             logFailure("read", attribute, options, error)
             call.fail(error.bluezError)
@@ -84,11 +83,8 @@ final class GattRequestHandler {
     }
 
     private func write(_ call: MethodCall, _ attribute: Attribute) throws(DBusError) {
-        let arguments = try call.arguments()
-        guard let bytes = arguments[0].asBytes else {
-            throw BlueZError.invalidArguments("WriteValue: value must be ay")
-        }
-        let options = try GattRequestOptions(arguments[1], method: "WriteValue")
+        let bytes = try call.bytesArgument(at: 0)
+        let options = try GattRequestOptions(call, argument: 1, method: "WriteValue")
         if let mtu = options.mtu { mtuTracker?.record(mtu: mtu, device: options.device) }
         let hook = options.prepareAuthorize ? nil : writeHooks?.hook(for: attribute)
         if let hook, hook.decides, let writeHooks {

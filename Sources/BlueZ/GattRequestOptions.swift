@@ -21,28 +21,44 @@ struct GattRequestOptions: Equatable {
         guard let entries = value.variantDictionaryEntries else {
             throw BlueZError.invalidArguments("\(method): options must be a{sv}")
         }
-        for (key, variant) in entries {
-            switch key {
-            case "device":
-                guard let path = variant.asObjectPath else { throw Self.wrongType(method, key, "o") }
-                device = path.rawValue
-            case "offset":
-                guard let number = variant.asUInt16 else { throw Self.wrongType(method, key, "q") }
-                offset = Int(number)
-            case "mtu":
-                guard let number = variant.asUInt16 else { throw Self.wrongType(method, key, "q") }
-                mtu = Int(number)
-            case "link":
-                guard let text = variant.asString else { throw Self.wrongType(method, key, "s") }
-                link = text
-            case "prepare-authorize":
-                guard let flag = variant.asBool else { throw Self.wrongType(method, key, "b") }
-                prepareAuthorize = flag
-            case "type":
-                guard variant.asString != nil else { throw Self.wrongType(method, key, "s") }
-            default:
-                throw BlueZError.invalidArguments("\(method): unknown option \"\(key)\"")
-            }
+        try self.init(entries: entries, method: method)
+    }
+
+    /// From the (key, variant content) pairs of the options argument, as
+    /// `MethodCall.variantDictionaryArgument(at:)` decodes them.
+    init(entries: [(String, DBusValue)], method: String) throws(DBusError) {
+        for (key, variant) in entries { try apply(key, variant, method: method) }
+    }
+
+    /// From argument `index` of `call` (declared `a{sv}`), read in place without collecting
+    /// the entries: the ReadValue/WriteValue hot path.
+    init(_ call: MethodCall, argument index: Int, method: String) throws(DBusError) {
+        try call.forEachVariantDictionaryEntry(at: index) { key, variant throws(DBusError) in
+            try apply(key, variant, method: method)
+        }
+    }
+
+    private mutating func apply(_ key: String, _ variant: DBusValue, method: String) throws(DBusError) {
+        switch key {
+        case "device":
+            guard let path = variant.asObjectPath else { throw Self.wrongType(method, key, "o") }
+            device = path.rawValue
+        case "offset":
+            guard let number = variant.asUInt16 else { throw Self.wrongType(method, key, "q") }
+            offset = Int(number)
+        case "mtu":
+            guard let number = variant.asUInt16 else { throw Self.wrongType(method, key, "q") }
+            mtu = Int(number)
+        case "link":
+            guard let text = variant.asString else { throw Self.wrongType(method, key, "s") }
+            link = text
+        case "prepare-authorize":
+            guard let flag = variant.asBool else { throw Self.wrongType(method, key, "b") }
+            prepareAuthorize = flag
+        case "type":
+            guard variant.asString != nil else { throw Self.wrongType(method, key, "s") }
+        default:
+            throw BlueZError.invalidArguments("\(method): unknown option \"\(key)\"")
         }
     }
 

@@ -26,6 +26,7 @@ extension BusConnection {
     /// managed root.
     public func unexport(_ path: ObjectPath) {
         guard let entry = objects.removeValue(forKey: path.rawValue) else { return }
+        if lastDispatched === entry { lastDispatched = nil }
         if let root = managingRoot(of: path) {
             try? emitSignal(path: root, interface: Names.objectManager, member: "InterfacesRemoved",
                             arguments: [.objectPath(path), .stringArray(entry.allInterfaceNames)])
@@ -61,19 +62,26 @@ extension BusConnection {
             return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
         }
         let interfacePointer = dbus_message_get_interface(raw)
-        if let interfacePointer, strcmp(interfacePointer, Names.peer) == 0 {
+        if let interfacePointer, strcmp(interfacePointer, Names.peerCString) == 0 {
             return DBUS_HANDLER_RESULT_NOT_YET_HANDLED  // libdbus answers Peer.Ping/GetMachineId
         }
-        let path = String(cString: pathPointer)
-        let member = String(cString: memberPointer)
-        let interface = interfacePointer.map { String(cString: $0) }
         let message = Message(retaining: raw)
-        if let entry = objects[path] {
-            dispatch(message, to: entry, interface: interface, member: member)
+        if let entry = exportedObject(atCPath: pathPointer) {
+            dispatch(message, to: entry, interface: interfacePointer, member: memberPointer)
         } else {
-            dispatchToNode(message, path: ObjectPath(unchecked: path), interface: interface, member: member)
+            dispatchToNode(
+                message, path: ObjectPath(unchecked: String(cString: pathPointer)),
+                interface: interfacePointer.map { String(cString: $0) }, member: String(cString: memberPointer))
         }
         return DBUS_HANDLER_RESULT_HANDLED
+    }
+
+    /// The object at `path`; a repeat of the previous call's path costs one `strcmp`.
+    private func exportedObject(atCPath path: UnsafePointer<CChar>) -> ExportedObject? {
+        if let last = lastDispatched, strcmp(last.cPath, path) == 0 { return last }
+        guard let entry = objects[String(cString: path)] else { return nil }
+        lastDispatched = entry
+        return entry
     }
 
     private func answer(_ message: Message, _ result: Result<[DBusValue], DBusError>) {
@@ -92,44 +100,49 @@ extension BusConnection {
         }
     }
 
-    private func dispatch(_ message: Message, to entry: ExportedObject, interface: String?, member: String) {
-        switch interface {
-        case Names.properties?:
-            answer(message, propertiesCall(message, entry: entry, member: member))
-            return
-        case Names.introspectable?:
-            answer(message, introspect(message, path: entry.path, member: member))
-            return
-        case Names.objectManager?:
-            answer(message, objectManagerCall(message, path: entry.path, member: member))
-            return
-        default:
-            break
+    /// Routes a call to `entry`: the standard interfaces here, anything else to the object
+    /// once its member and argument signature match a declared method. The common case
+    /// compares libdbus's C strings and makes no Swift string.
+    private func dispatch(
+        _ message: Message, to entry: ExportedObject, interface: UnsafePointer<CChar>?, member: UnsafePointer<CChar>
+    ) {
+        if let interface, strncmp(interface, Names.standardPrefix, Names.standardPrefixLength) == 0 {
+            let name = String(cString: interface)
+            let memberName = String(cString: member)
+            switch name {
+            case Names.properties:
+                answer(message, propertiesCall(message, entry: entry, member: memberName))
+                return
+            case Names.introspectable:
+                answer(message, introspect(message, path: entry.path, member: memberName))
+                return
+            case Names.objectManager:
+                answer(message, objectManagerCall(message, path: entry.path, member: memberName))
+                return
+            default:
+                break
+            }
         }
-        let method: DBusMethod
-        if let interface {
-            guard let methods = entry.methods[interface] else {
-                answer(message, .failure(.unknownInterface("no interface \(interface) at \(entry.path)")))
+        guard let method = entry.method(interface: interface, member: member) else {
+            let memberName = String(cString: member)
+            guard let interface else {
+                answer(message, .failure(.unknownMethod("no method \(memberName) at \(entry.path)")))
                 return
             }
-            guard let found = methods[member] else {
-                answer(message, .failure(.unknownMethod("no method \(interface).\(member) at \(entry.path)")))
-                return
+            let name = String(cString: interface)
+            if entry.methods[name] == nil {
+                answer(message, .failure(.unknownInterface("no interface \(name) at \(entry.path)")))
+            } else {
+                answer(message, .failure(.unknownMethod("no method \(name).\(memberName) at \(entry.path)")))
             }
-            method = found
-        } else {
-            guard let found = entry.interfaces.lazy.compactMap({ entry.methods[$0.name]?[member] }).first else {
-                answer(message, .failure(.unknownMethod("no method \(member) at \(entry.path)")))
-                return
-            }
-            method = found
+            return
         }
-        guard dbus_message_has_signature(message.raw, method.inSignature) != 0 else {
+        guard dbus_message_has_signature(message.raw, method.signature) != 0 else {
             answer(message, .failure(.invalidArgs(
-                "\(method.name) expects signature '\(method.inSignature)', got '\(message.signature)'")))
+                "\(method.method.name) expects signature '\(method.method.inSignature)', got '\(message.signature)'")))
             return
         }
-        entry.object.handle(MethodCall(message: message, connection: self))
+        entry.object.handle(MethodCall(message: message, connection: self, methodName: method.method.name))
     }
 
     /// A path with no exported object: an ObjectManager root and/or an intermediate node.

@@ -24,6 +24,8 @@ public final class BusConnection {
     public private(set) var isConnected = true
 
     var objects: [String: ExportedObject] = [:]
+    /// The object the previous call went to (cleared when it is unexported).
+    var lastDispatched: ExportedObject?
     var exportSequence: UInt64 = 0
     var managedRoots: Set<ObjectPath> = []
     var subscriptions: [SignalSubscription] = []
@@ -84,6 +86,25 @@ public final class BusConnection {
     func sendReply(_ message: Message) {
         guard isConnected else { return }
         dbus_connection_send(raw, message.raw, nil)
+    }
+
+    /// Answers `call` with an empty method return (no `Message` wrapper on the way).
+    func sendEmptyReply(to call: Message) {
+        guard isConnected else { return }
+        guard let reply = dbus_message_new_method_return(call.raw) else { preconditionFailure("out of memory") }
+        dbus_connection_send(raw, reply, nil)
+        dbus_message_unref(reply)
+    }
+
+    /// Answers `call` with a method return carrying `bytes` as one `ay`.
+    func sendBytesReply(to call: Message, _ bytes: UnsafeBufferPointer<UInt8>) {
+        guard isConnected else { return }
+        guard let reply = dbus_message_new_method_return(call.raw) else { preconditionFailure("out of memory") }
+        var iter = DBusMessageIter()
+        dbus_message_iter_init_append(reply, &iter)
+        DBusValue.appendBytes(bytes, to: &iter)
+        dbus_connection_send(raw, reply, nil)
+        dbus_message_unref(reply)
     }
 
     // MARK: Outgoing calls

@@ -155,14 +155,26 @@ extension DBusValue {
 
     /// `ay` in one block copy.
     static func appendBytes(_ bytes: [UInt8], to iter: UnsafeMutablePointer<DBusMessageIter>) {
-        withContainer(iter, TypeCode.array, "y") { sub in
-            guard !bytes.isEmpty else { return }
-            bytes.withUnsafeBufferPointer { buffer in
-                var pointer: UnsafePointer<UInt8>? = buffer.baseAddress
-                let ok = dbus_message_iter_append_fixed_array(sub, TypeCode.byte, &pointer, Int32(buffer.count))
-                precondition(ok != 0, "out of memory appending a D-Bus byte array")
-            }
+        bytes.withUnsafeBufferPointer { appendBytes($0, to: iter) }
+    }
+
+    /// `ay` in one block copy, with no Swift string for the element signature.
+    static func appendBytes(_ buffer: UnsafeBufferPointer<UInt8>, to iter: UnsafeMutablePointer<DBusMessageIter>) {
+        var sub = DBusMessageIter()
+        precondition(dbus_message_iter_open_container(iter, TypeCode.array, byteSignature, &sub) != 0,
+                     "out of memory opening a D-Bus container")
+        if let base = buffer.baseAddress, !buffer.isEmpty {
+            var pointer: UnsafePointer<UInt8>? = base
+            let ok = dbus_message_iter_append_fixed_array(&sub, TypeCode.byte, &pointer, Int32(buffer.count))
+            precondition(ok != 0, "out of memory appending a D-Bus byte array")
         }
+        precondition(dbus_message_iter_close_container(iter, &sub) != 0, "out of memory closing a D-Bus container")
+    }
+
+    /// `"y"` as a C string that lives as long as the program.
+    private static var byteSignature: UnsafePointer<CChar> {
+        let text: StaticString = "y"
+        return UnsafeRawPointer(text.utf8Start).assumingMemoryBound(to: CChar.self)
     }
 
     static func withContainer(
@@ -201,9 +213,9 @@ extension DBusValue {
         case TypeCode.string: self = .string(Self.decodeString(iter))
         case TypeCode.signature: self = .signature(Self.decodeString(iter))
         case TypeCode.objectPath:
-            let text = Self.decodeString(iter)
-            guard ObjectPath.isValid(text) else { throw .invalidArgs("invalid object path in message") }
-            self = .objectPath(ObjectPath(unchecked: text))
+            // No second check: libdbus validates every path of a message it loads, and
+            // refuses invalid ones when a message is built.
+            self = .objectPath(ObjectPath(unchecked: Self.decodeString(iter)))
         case TypeCode.array:
             self = try Self.decodeArray(iter)
         case TypeCode.structure:
@@ -233,15 +245,9 @@ extension DBusValue {
 
     private static func decodeArray(_ iter: UnsafeMutablePointer<DBusMessageIter>) throws(DBusError) -> DBusValue {
         let elementType = dbus_message_iter_get_element_type(iter)
+        if elementType == TypeCode.byte { return .bytes(decodeBytes(iter)) }
         var sub = DBusMessageIter()
         dbus_message_iter_recurse(iter, &sub)
-        if elementType == TypeCode.byte {
-            var pointer: UnsafeRawPointer?
-            var count: Int32 = 0
-            dbus_message_iter_get_fixed_array(&sub, &pointer, &count)
-            guard let pointer, count > 0 else { return .bytes([]) }
-            return .bytes(Array(UnsafeRawBufferPointer(start: pointer, count: Int(count))))
-        }
         guard let rawSignature = dbus_message_iter_get_signature(iter) else { throw .invalidArgs("no array signature") }
         let signature = String(cString: rawSignature)
         dbus_free(rawSignature)

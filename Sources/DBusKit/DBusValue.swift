@@ -8,7 +8,10 @@
 /// - `unixFD` carries a descriptor number. Appending it makes libdbus `dup` it (the caller
 ///   keeps ownership of its number); a received one is a fresh descriptor owned by the
 ///   receiver, who must close it.
-public indirect enum DBusValue: Sendable, Equatable {
+///
+/// Only `variant` is stored out of line (the other containers hold arrays, which already
+/// are), so a basic value costs no heap allocation.
+public enum DBusValue: Sendable, Equatable {
     case byte(UInt8)
     case bool(Bool)
     case int16(Int16)
@@ -28,7 +31,7 @@ public indirect enum DBusValue: Sendable, Equatable {
     /// `a{KV}`: keys of the basic type `keySignature`, values of `valueSignature`, in order.
     case dictionary(keySignature: String, valueSignature: String, [DBusDictionaryEntry])
     case structure([DBusValue])
-    case variant(DBusValue)
+    indirect case variant(DBusValue)
 
     /// The value's D-Bus type signature (a single complete type).
     public var signature: String {

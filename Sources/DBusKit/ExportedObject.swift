@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import Glibc
 
 /// An exported object with its interface description indexed for dispatch.
 final class ExportedObject {
@@ -9,6 +10,11 @@ final class ExportedObject {
     let interfaces: [DBusInterface]
     let methods: [String: [String: DBusMethod]]
     let properties: [String: [String: DBusProperty]]
+    /// Every method in declaration order (interfaces in order, then their methods), for
+    /// dispatch by C string: the first match wins, as for a call naming no interface.
+    let dispatchTable: [DispatchEntry]
+    /// The path as a C string (owned), to recognise a repeated call without a `String`.
+    let cPath: UnsafeMutablePointer<CChar>
 
     init(object: any DBusObject, path: ObjectPath, sequence: UInt64) throws(DBusError) {
         self.object = object
@@ -17,6 +23,7 @@ final class ExportedObject {
         interfaces = object.interfaces
         var methods: [String: [String: DBusMethod]] = [:]
         var properties: [String: [String: DBusProperty]] = [:]
+        var dispatchTable: [DispatchEntry] = []
         for interface in interfaces {
             try Names.validateInterface(interface.name)
             var byName: [String: DBusMethod] = [:]
@@ -26,6 +33,10 @@ final class ExportedObject {
                     DBusValue.isValidSignature(method.outSignature, single: false)
                 else { throw .invalidArgs("invalid signature in \(interface.name).\(method.name)") }
                 byName[method.name] = method
+            }
+            var added: Set<String> = []
+            for method in interface.methods where added.insert(method.name).inserted {
+                dispatchTable.append(DispatchEntry(interface: interface.name, method: byName[method.name]!))
             }
             methods[interface.name] = byName
             var propertiesByName: [String: DBusProperty] = [:]
@@ -39,6 +50,16 @@ final class ExportedObject {
         }
         self.methods = methods
         self.properties = properties
+        self.dispatchTable = dispatchTable
+        cPath = strdup(path.rawValue)
+    }
+
+    deinit { free(cPath) }
+
+    /// The method a call naming `member` (and `interface`, if given) invokes.
+    func method(interface: UnsafePointer<CChar>?, member: UnsafePointer<CChar>) -> DispatchEntry? {
+        for entry in dispatchTable where entry.matches(interface: interface, member: member) { return entry }
+        return nil
     }
 
     /// `a{sv}` of every non-nil property of `interface`, in declaration order.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 internal import CDBus
+import Glibc
 
 /// A D-Bus message; owns one reference to a libdbus `DBusMessage` and drops it in `deinit`.
 ///
@@ -41,6 +42,12 @@ public final class Message {
     public var sender: String? { dbus_message_get_sender(raw).map { String(cString: $0) } }
     public var destination: String? { dbus_message_get_destination(raw).map { String(cString: $0) } }
     public var errorName: String? { dbus_message_get_error_name(raw).map { String(cString: $0) } }
+    /// Whether the sender is `uniqueName` (false for nil or a message without sender).
+    public func isSent(by uniqueName: String?) -> Bool {
+        guard let uniqueName, let sender = dbus_message_get_sender(raw) else { return false }
+        return uniqueName.withCString { strcmp($0, sender) == 0 }
+    }
+
     /// The body's signature ("" for an empty body).
     public var signature: String { dbus_message_get_signature(raw).map { String(cString: $0) } ?? "" }
     /// The serial assigned when the message was sent (0 before).

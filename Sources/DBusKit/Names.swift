@@ -26,4 +26,15 @@ enum Names {
     static let peer = "org.freedesktop.DBus.Peer"
     static let objectManager = "org.freedesktop.DBus.ObjectManager"
     static let local = "org.freedesktop.DBus.Local"
+
+    /// `peer` as a C string that lives as long as the program.
+    static var peerCString: UnsafePointer<CChar> { cString("org.freedesktop.DBus.Peer") }
+    /// The prefix every standard interface (Properties, Introspectable, ObjectManager, Peer) shares.
+    static var standardPrefix: UnsafePointer<CChar> { cString(standardPrefixText) }
+    static var standardPrefixLength: Int { standardPrefixText.utf8CodeUnitCount }
+    private static var standardPrefixText: StaticString { "org.freedesktop.DBus." }
+
+    private static func cString(_ text: StaticString) -> UnsafePointer<CChar> {
+        UnsafeRawPointer(text.utf8Start).assumingMemoryBound(to: CChar.self)
+    }
 }

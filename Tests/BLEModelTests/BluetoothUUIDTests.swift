@@ -19,6 +19,15 @@ struct BluetoothUUIDTests {
         #expect(uuid.byteWidth == 2)
     }
 
+    @Test("the 128-bit form has every digit in place, lowercase, and parses back to the same UUID")
+    func descriptionDigits() throws {
+        let uuid = BluetoothUUID(high: 0xFEDC_BA98_7654_3210, low: 0x0F1E_2D3C_4B5A_6978)
+        #expect(uuid.description == "fedcba98-7654-3210-0f1e-2d3c4b5a6978")
+        #expect(BluetoothUUID(uuid.description) == uuid)
+        #expect(BluetoothUUID(high: 0, low: 0).description == "00000000-0000-0000-0000-000000000000")
+        #expect(BluetoothUUID(high: .max, low: .max).description == "ffffffff-ffff-ffff-ffff-ffffffffffff")
+    }
+
     @Test("32-bit and 128-bit UUIDs render and size correctly")
     func widths() throws {
         let wide = try #require(BluetoothUUID("0x12345678"))

@@ -283,6 +283,62 @@ struct BusConnectionTests {
         #expect(throws: Never.self) { try #require(result).get() }
     }
 
+    @Test("typed fast paths over the bus: a{sv} argument, ay reply from a slice, sender check")
+    func typedFastPaths() throws {
+        let f = try Fixture()
+        var seen: [(String, DBusValue)] = []
+        var fromClient: [Bool] = []
+        let (clientName, serverName) = (f.client.uniqueName, f.server.uniqueName)
+        let object = TestObject(interfaces: [testInterface]) { call in
+            fromClient.append(call.isSent(by: clientName))
+            fromClient.append(call.isSent(by: serverName) || call.isSent(by: nil))
+            do throws(DBusError) {
+                seen = try call.variantDictionaryArgument(at: 0)
+                let value: [UInt8] = [0, 1, 2, 3, 4, 5]
+                call.reply(bytes: value[2...])
+            } catch {
+                call.fail(error)
+            }
+        }
+        try f.server.export(object, at: "/obj")
+        let options = DBusValue.variantDictionary([("device", .objectPath("/org/bluez/hci0/dev_1")), ("offset", .uint16(2))])
+        let read = try #require(f.call("/obj", "org.example.Test", "ReadValue", [options]))
+        #expect(try read.get().arguments() == [.bytes([2, 3, 4, 5])])
+        #expect(try read.get().bytes(at: 0) == [2, 3, 4, 5])
+        #expect(seen.map(\.0) == ["device", "offset"] && seen.last?.1 == .uint16(2))
+        #expect(fromClient == [true, false])
+    }
+
+    @Test("calls alternate between objects and reach the right one; an unexported path is unknown at once")
+    func dispatchAcrossObjects() throws {
+        let f = try Fixture()
+        func echoing(_ tag: String) -> TestObject {
+            TestObject(interfaces: [testInterface]) { call in
+                call.reply(call.member == "Echo" ? [.string(tag)] : [])
+            }
+        }
+        try f.server.export(echoing("a"), at: "/a")
+        try f.server.export(echoing("b"), at: "/b")
+        var answers: [DBusValue] = []
+        for path: ObjectPath in ["/a", "/a", "/b", "/a", "/b", "/b"] {
+            let result = try #require(f.call(path, "org.example.Test", "Echo", [.string("x")]))
+            answers += try result.get().arguments()
+        }
+        #expect(answers == ["a", "a", "b", "a", "b", "b"].map { .string($0) })
+        // No interface named: the method is looked up by member alone.
+        let bare = try #require(f.call("/b", nil, "Echo", [.string("x")]))
+        #expect(try bare.get().arguments() == [.string("b")])
+        f.server.unexport("/b")
+        guard case .failure(let error)? = f.call("/b", "org.example.Test", "Echo", [.string("x")]) else {
+            Issue.record("an unexported object answered")
+            return
+        }
+        #expect(error.name == DBusError.Name.unknownObject)
+        try f.server.export(echoing("c"), at: "/b")
+        let again = try #require(f.call("/b", "org.example.Test", "Echo", [.string("x")]))
+        #expect(try again.get().arguments() == [.string("c")])
+    }
+
     @Test("benchmark: sequential ReadValue calls returning ay", .enabled(if: ProcessInfo.processInfo.environment["GATTD_BENCH"] == "1"))
     func benchmark() throws {
         let f = try Fixture()

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+
+import DBusKit
+import Testing
+
+@testable import BlueZ
+
+/// The option rules of bluez-contract.md 1.2 as `GattRequestOptions` applies them, whichever
+/// decoder produced the pairs.
+@Suite("GattRequestOptions")
+struct GattRequestOptionsTests {
+    @Test("bluetoothd's keys are read with their types; absent ones keep their defaults")
+    func bluetoothdKeys() throws {
+        let options = try GattRequestOptions(
+            entries: [
+                ("device", .objectPath("/org/bluez/hci0/dev_00_11_22_33_44_55")), ("link", .string("LE")),
+                ("mtu", .uint16(517)), ("offset", .uint16(22)), ("prepare-authorize", .bool(true)),
+                ("type", .string("request")),
+            ], method: "WriteValue")
+        #expect(options.device == "/org/bluez/hci0/dev_00_11_22_33_44_55")
+        #expect(options.link == "LE" && options.mtu == 517 && options.offset == 22 && options.prepareAuthorize)
+        let empty = try GattRequestOptions(entries: [], method: "ReadValue")
+        #expect(empty == GattRequestOptions())
+        #expect(empty.offset == 0 && empty.device == nil && !empty.prepareAuthorize)
+    }
+
+    @Test("an unknown key or a known key of the wrong type is InvalidArguments naming it")
+    func refusals() {
+        let cases: [((String, DBusValue), String)] = [
+            (("color", .string("red")), "unknown option \"color\""),
+            (("offset", .uint32(1)), "option \"offset\" must be of type q"),
+            (("device", .string("/org/bluez/hci0/dev_1")), "option \"device\" must be of type o"),
+            (("prepare-authorize", .byte(1)), "option \"prepare-authorize\" must be of type b"),
+        ]
+        for (entry, text) in cases {
+            do {
+                _ = try GattRequestOptions(entries: [entry], method: "ReadValue")
+                Issue.record("accepted \(entry)")
+            } catch {
+                #expect(error.name == "org.bluez.Error.InvalidArguments")
+                #expect(error.message == "ReadValue: \(text)")
+            }
+        }
+    }
+}
