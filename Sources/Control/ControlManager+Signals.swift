@@ -7,7 +7,7 @@ import Logging
 extension ControlManager {
     /// Emits `ValueChanged` for every change of a characteristic's value and
     /// `ValueWritten` for every accepted write from a central (changed or not), while gattd
-    /// owns `org.gattd`.
+    /// owns `org.gattd` and at least one client has called `Subscribe()`.
     func observeDatabase() {
         database.observeChanges { [weak self] attribute, origin in
             self?.emit("ValueChanged", attribute, detail: Self.describe(origin))
@@ -18,8 +18,36 @@ extension ControlManager {
         }
     }
 
+    /// `Subscribe()`: from now on the caller gets `ValueWritten`/`ValueChanged` (as
+    /// systemd's Manager does, signals cost nothing while nobody listens). Idempotent;
+    /// ends with `Unsubscribe()` or when the caller leaves the bus.
+    func subscribe(_ call: MethodCall) {
+        guard let sender = call.sender else { return call.fail(.failed("no sender")) }
+        if watchers[sender] == nil {
+            watchers[sender] = connection.subscribe(
+                sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
+                arg0: sender
+            ) { [weak self] message in
+                guard let arguments = try? message.arguments(), arguments.count == 3, arguments[2].asString == ""
+                else { return }
+                self?.forget(sender)
+            }
+            logger.debug("control client subscribed", metadata: ["sender": "\(sender)"])
+        }
+        call.reply()
+    }
+
+    func unsubscribe(_ call: MethodCall) {
+        if let sender = call.sender { forget(sender) }
+        call.reply()
+    }
+
+    private func forget(_ sender: String) {
+        watchers.removeValue(forKey: sender)?.cancel()
+    }
+
     private func emit(_ member: String, _ attribute: Attribute, detail: String) {
-        guard nameState == .owned, attribute.isCharacteristic else { return }
+        guard nameState == .owned, !watchers.isEmpty, attribute.isCharacteristic else { return }
         do {
             try connection.emitSignal(
                 path: ControlNames.managerPath, interface: ControlNames.managerInterface, member: member,

@@ -53,6 +53,9 @@ public final class ControlManager: DBusObject {
     var registration: BlueZRegistrar.State = .starting
     /// The most recent failure worth showing in `GetStatus`.
     var lastError: String?
+    /// Clients that called `Subscribe()`, each with the watch that forgets it when it
+    /// leaves the bus. Signals are emitted only while this is not empty.
+    var watchers: [String: SignalSubscription] = [:]
 
     public init(
         configuration: Configuration, database: AttributeDatabase, persistence: Persistence?,
@@ -100,6 +103,8 @@ public final class ControlManager: DBusObject {
                 DBusMethod("StartAdvertising", inSignature: "s"),
                 DBusMethod("StopAdvertising", inSignature: "s"),
                 DBusMethod("GetStatus", outSignature: "a{sv}"),
+                DBusMethod("Subscribe"),
+                DBusMethod("Unsubscribe"),
             ],
             signals: [
                 DBusSignalDescription("ValueWritten", signature: "says"),
@@ -123,6 +128,8 @@ public final class ControlManager: DBusObject {
         case "StartAdvertising": setAdvertising(id: id, enabled: true, call: call)
         case "StopAdvertising": setAdvertising(id: id, enabled: false, call: call)
         case "GetStatus": call.reply([status()])
+        case "Subscribe": subscribe(call)
+        case "Unsubscribe": unsubscribe(call)
         default: call.fail(.unknownMethod("no method \(call.member ?? "")"))
         }
     }

@@ -49,8 +49,9 @@ struct WatchCommand: ParsableCommand {
             exitStatus = .unreachable
         }
         // The match rules were sent before this call, so the bus applies them first: once
-        // gattd answers, no event after this point is missed.
-        _ = try client.status()
+        // gattd answers, no event after this point is missed. gattd sends the signals only
+        // while someone is subscribed, and forgets us when we leave the bus.
+        _ = try client.call("Subscribe")
         printError("watching \(ControlNames.busName) (Ctrl-C to stop)")
         let signals = [SIGINT, SIGTERM].map { signo in client.loop.onSignal(signo) { exitStatus = .ok } }
         while exitStatus == nil {

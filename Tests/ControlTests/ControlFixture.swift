@@ -93,8 +93,9 @@ final class ControlFixture {
                     member: message.member ?? "", id: arguments[0].asString ?? "", value: arguments[1].asBytes ?? [],
                     detail: arguments[2].asString ?? ""))
         }
-        // A round trip: the bus has the match rule once the reply is here.
-        _ = call("GetStatus")
+        // Signals are sent only to subscribed clients; the reply also means the bus has the
+        // match rule.
+        _ = call("Subscribe")
         return log
     }
 

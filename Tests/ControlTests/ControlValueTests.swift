@@ -46,6 +46,23 @@ struct ControlValueTests {
         #expect(log.signals == [.init(member: "ValueChanged", id: "label", value: Array("kitchen".utf8), detail: "control")])
     }
 
+    @Test("signals go out only between Subscribe() and Unsubscribe()")
+    func signalsOnlyWhileSubscribed() throws {
+        let fixture = try ControlFixture()
+        fixture.start()
+        let log = fixture.recordSignals()  // subscribes
+        _ = fixture.call("Unsubscribe")
+        // gattd sends a signal before the reply to the call that caused it, so once the
+        // reply is here a signal would have arrived too.
+        _ = fixture.call("SetValue", [.string("label"), .bytes(Array("quiet".utf8))])
+        _ = fixture.call("GetStatus")
+        #expect(log.signals.isEmpty, "signals sent after Unsubscribe: \(log.signals)")
+        _ = fixture.call("Subscribe")
+        _ = fixture.call("SetValue", [.string("label"), .bytes(Array("loud".utf8))])
+        fixture.loop.run(until: { !log.signals.isEmpty }, timeout: .seconds(5))
+        #expect(log.signals == [.init(member: "ValueChanged", id: "label", value: Array("loud".utf8), detail: "control")])
+    }
+
     @Test func refusesUnknownIdsAndWrongLengthsWithoutChangingAnything() throws {
         let fixture = try ControlFixture()
         fixture.start()
