@@ -12,7 +12,7 @@ VERSION      ?= 0.1.0
 DEBUG_BIN    := .build/debug
 RELEASE_BIN  := .build/release
 
-.PHONY: all deps build release test test-unit test-integration test-vm vm-prepare check-config check-deb \
+.PHONY: all deps build release bench test test-unit test-integration test-vm vm-prepare check-config check-deb \
 	demo demo-standin install deb clean
 
 all: build
@@ -78,3 +78,8 @@ demo-standin: build
 
 clean:
 	rm -rf .build
+
+# Benchmarks (not part of `make test`): BENCHMARKS.md explains the table.
+bench: release
+	bench/run --reps 3 --gattd $(CURDIR)/$(RELEASE_BIN)/gattd --gattd-notify --out BENCHMARKS.run.md
+	bench/scale/run --gattd $(CURDIR)/$(RELEASE_BIN)/gattd
