@@ -6,19 +6,23 @@ public import Logging
 /// Back-pressure for notifications (bluez-contract.md 1.6: bluetoothd has none, and
 /// queues every PropertiesChanged it receives for every subscribed central).
 ///
-/// Per characteristic, notifications are at least `interval(for:)` apart: the
+/// Per characteristic, notifications keep to slots `interval(for:)` apart: the
 /// characteristic's `notifyIntervalMs`, or `defaultInterval` (10 ms: never more than 100
-/// per second, the fastest `everyMs`, and longer than the 7.5 ms minimum connection
-/// interval) when it is absent or 0. A change inside the interval marks the
-/// characteristic pending and one timer sends it when the interval ends, with the value
-/// it has then: the latest value wins, older ones are dropped, and no queue exists.
+/// per second, and longer than the 7.5 ms minimum connection interval) when it is absent
+/// or 0. Each send moves the next slot one interval on (so the long-run rate never
+/// exceeds one per interval), but never less than half an interval after the send: a
+/// producer ticking at the interval is not thinned by timer jitter, and no two
+/// notifications are closer than half an interval. A change before its slot marks the
+/// characteristic pending and one timer sends it at the slot, with the value it has
+/// then: the latest value wins, older ones are dropped, and no queue exists.
 /// A value longer than `MTUTracker.notificationPayload` is sent (bluetoothd cuts it) and
 /// warned about once per characteristic.
 public final class NotificationPacer {
     public static let defaultInterval: Duration = .milliseconds(10)
 
     private final class Lane {
-        var lastSent: ContinuousClock.Instant?
+        /// The earliest time of the next notification; nil before the first.
+        var nextSlot: ContinuousClock.Instant?
         var cancelPending: (() -> Void)?
         var warnedTruncation = false
     }
@@ -66,9 +70,8 @@ public final class NotificationPacer {
             coalescedCount += 1
             return
         }
-        let now = clock.now()
-        if let last = lane.lastSent, now < last + interval(for: attribute.id) {
-            lane.cancelPending = clock.at(last + interval(for: attribute.id)) { [weak self, unowned lane] in
+        if let slot = lane.nextSlot, clock.now() < slot {
+            lane.cancelPending = clock.at(slot) { [weak self, unowned lane] in
                 lane.cancelPending = nil
                 self?.sendNow(attribute, lane)
             }
@@ -79,7 +82,9 @@ public final class NotificationPacer {
 
     private func sendNow(_ attribute: Attribute, _ lane: Lane) {
         guard attribute.isNotifying else { return }  // The last subscriber left meanwhile.
-        lane.lastSent = clock.now()
+        let now = clock.now()
+        let interval = interval(for: attribute.id)
+        lane.nextSlot = max((lane.nextSlot ?? now) + interval, now + interval / 2)
         sentCount += 1
         let limit = mtu.notificationPayload
         if attribute.value.count > limit && !lane.warnedTruncation {

@@ -17,6 +17,8 @@ public final class EventLoop {
     private var afterQueue: [() -> Void] = []
     private var stopRequested = false
     private var timerSequence: UInt64 = 0
+    /// False once the kernel answered ENOSYS to epoll_pwait2 (before Linux 5.11).
+    private var usePwait2 = true
     private let eventBuffer: UnsafeMutablePointer<epoll_event>
     private let eventCapacity: Int32 = 64
     private var posterWatch: IOWatch?
@@ -169,14 +171,7 @@ public final class EventLoop {
             waitNanoseconds = cap
         }
         if !afterQueue.isEmpty { waitNanoseconds = 0 }
-        let timeoutMilliseconds: Int32
-        if waitNanoseconds < 0 {
-            timeoutMilliseconds = -1
-        } else {
-            // Round up so a timer is never woken for before its deadline.
-            timeoutMilliseconds = Int32(clamping: (waitNanoseconds + 999_999) / 1_000_000)
-        }
-        let count = epoll_wait(epollFD, eventBuffer, eventCapacity, timeoutMilliseconds)
+        let count = wait(nanoseconds: waitNanoseconds)
         if count > 0 {
             for index in 0..<Int(count) {
                 let event = eventBuffer[index]
@@ -187,6 +182,22 @@ public final class EventLoop {
         }
         runDueTimers()
         runAfterIteration()
+    }
+
+    /// epoll_pwait2 takes a nanosecond timeout (Linux 5.11); epoll_wait's milliseconds
+    /// would wake a 1 ms timer up to a millisecond late. Falls back once on ENOSYS.
+    private func wait(nanoseconds: Int64) -> Int32 {
+        if usePwait2 {
+            var timeout = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+            let count = nanoseconds < 0
+                ? epoll_pwait2(epollFD, eventBuffer, eventCapacity, nil, nil)
+                : epoll_pwait2(epollFD, eventBuffer, eventCapacity, &timeout, nil)
+            if count >= 0 || errno != ENOSYS { return count }
+            usePwait2 = false
+        }
+        // Round up so a timer is never woken for before its deadline.
+        let milliseconds = nanoseconds < 0 ? -1 : Int32(clamping: (nanoseconds + 999_999) / 1_000_000)
+        return epoll_wait(epollFD, eventBuffer, eventCapacity, milliseconds)
     }
 
     private func dispatch(fd: Int32, mask: UInt32) {

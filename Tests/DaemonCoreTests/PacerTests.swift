@@ -39,6 +39,36 @@ struct PacerTests {
         }
     }
 
+    @Test("a producer ticking at the interval, woken late now and then, is not thinned")
+    func jitterAtTheIntervalIsAbsorbed() throws {
+        let f = try Fixture()
+        // Ticks on a 50 ms grid, each woken 0-7 ms late (timer jitter): every tick's value
+        // goes out at once; none waits for a slot or is dropped.
+        let lateness = [0, 7, 1, 6, 0, 5, 2, 7, 0, 3]
+        var previous = 0
+        for (tick, late) in lateness.enumerated() {
+            f.clock.advance(by: .milliseconds(tick * 50 + late - previous))
+            previous = tick * 50 + late
+            f.set("fast", [UInt8(tick)])
+        }
+        #expect(f.sent.filter { $0.id == "fast" }.map(\.value) == lateness.indices.map { [UInt8($0)] })
+        #expect(f.pacer.coalescedCount == 0)
+    }
+
+    @Test("after a late send the next slot stays on the grid, but never closer than half an interval")
+    func slotsKeepTheLongRunRate() throws {
+        let f = try Fixture()
+        let start = f.clock.now
+        f.set("fast", [1])  // t=0: sent, next slot 50
+        f.clock.advance(by: .milliseconds(70))
+        f.set("fast", [2])  // t=70 (late): sent, next slot max(100, 95) = 100
+        f.clock.advance(by: .milliseconds(25))
+        f.set("fast", [3])  // t=95: before the slot, pending until 100
+        f.clock.advance(by: .milliseconds(10))
+        let times = f.sent.filter { $0.id == "fast" }.map { $0.at - start }
+        #expect(times == [.zero, .milliseconds(70), .milliseconds(100)])
+    }
+
     @Test("a flood every 1 ms with notifyIntervalMs 50 sends at most one per 50 ms, the latest value")
     func floodIsPaced() throws {
         let f = try Fixture()
