@@ -129,6 +129,8 @@ def main():
                         help='do not check the config\'s advertisement (another program advertises)')
     parser.add_argument('--live', action='store_true',
                         help='plan gattd: also hooks, timers, gattctl set, indications')
+    parser.add_argument('--fresh', action='store_true',
+                        help='plan gattd-again: write the value to persist first')
     parser.add_argument('--gattctl', default='gattctl', help='gattctl binary (for --live)')
     parser.add_argument('--gattd-log', help='gattd\'s log, at debug level (for --live)')
     parser.add_argument('--reject', action='append', default=[], metavar='ID=HEXPREFIX:CODE',

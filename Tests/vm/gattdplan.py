@@ -264,8 +264,9 @@ def gattd_plan(args):
 
 def gattd_again_plan(args):
     """After a restart (gattd, bluetoothd, the adapter's power): the advertisement is
-    found again, the services are as configured and the value written before is back."""
-    from liveplan import check_persisted
+    found again, the services are as configured and the value written before is back.
+    With --fresh the central writes that value first (and reads it back)."""
+    from liveplan import check_persisted, leave_persisted
     with open(args.config) as f:
         config = json.load(f)
     central = Central(args.adapter, timeout=args.timeout)
@@ -274,6 +275,10 @@ def gattd_again_plan(args):
     tree = central.gatt_tree(path)
     check_tree(tree, config, verbose=False)
     step('services, characteristics, descriptors and flags as configured')
-    check_persisted(central, config, lambda svc, c: tree[full_uuid(svc['uuid'])]['chrcs'][full_uuid(c['uuid'])])
+    def served(svc, c):
+        return tree[full_uuid(svc['uuid'])]['chrcs'][full_uuid(c['uuid'])]
+    if args.fresh:
+        leave_persisted(central, config, served)
+    check_persisted(central, config, served)
     central.disconnect(path)
     step('disconnected')
