@@ -279,6 +279,8 @@ def gattd_again_plan(args):
         return tree[full_uuid(svc['uuid'])]['chrcs'][full_uuid(c['uuid'])]
     if args.fresh:
         leave_persisted(central, config, served)
-    check_persisted(central, config, served)
+        check_persisted(central, config, served, when='just now')
+    else:
+        check_persisted(central, config, served)
     central.disconnect(path)
     step('disconnected')

@@ -61,11 +61,6 @@ class Gattctl:
         raise CheckFailed('gattctl list has no characteristic %s' % cid)
 
 
-def wait_server(central, predicate, timeout, what):
-    """Pumps the central's loop until a server-side predicate holds (polled via gattctl)."""
-    central.pump_until(predicate, timeout, what)
-
-
 def check_hook(central, args, config, served):
     svc, c = first(config, lambda c: c.get('onWrite', {}).get('decides'))
     if c is None:
@@ -115,18 +110,20 @@ def check_timer(central, gattctl, config, served):
             raise CheckFailed('%s notified %s: not a counter stepping by %d' % (c['id'], nums, step_))
     step('subscribed to %s: timer notifications %s' % (c['id'], ' '.join(map(str, nums))))
     central.unsubscribe(path)
-    wait_server(central, lambda: not gattctl.entry(c['id'])['subscribed'], 15,
+    central.pump_until(lambda: not gattctl.entry(c['id'])['subscribed'], 15,
                 'gattd to see the unsubscription of %s' % c['id'])
     first_value = gattctl.entry(c['id'])['hex']
     # the timer must stay quiet: watch for ten periods that the value does not move
     deadline = time.monotonic() + max(2.0, every * 10 / 1000)
-    while time.monotonic() < deadline:
+    samples = 0
+    while time.monotonic() < deadline or samples < 3:
+        samples += 1
         now = gattctl.entry(c['id'])['hex']
         if now != first_value:
             raise CheckFailed('%s still updates after unsubscribing (%s -> %s)'
                               % (c['id'], first_value, now))
-    step('unsubscribed from %s: gattd no longer subscribed, value stays %s for %d ms'
-         % (c['id'], first_value, max(2000, every * 10)))
+    step('unsubscribed from %s: gattd no longer subscribed, value stays %s for %d ms (%d looks)'
+         % (c['id'], first_value, max(2000, every * 10), samples))
 
 
 def check_gattctl_notify(central, gattctl, config, served):
@@ -188,12 +185,12 @@ def live_checks(central, args, config, served):
     leave_persisted(central, config, served)
 
 
-def check_persisted(central, config, served):
+def check_persisted(central, config, served, when='before the restart'):
     """After a restart: the central reads back what it wrote before."""
     svc, c = persisted_characteristic(config)
     got = central.read(served(svc, c)['path'])
     if got != PERSISTED:
-        raise CheckFailed('read %s = %s, expected %s (written before the restart)'
-                          % (c['id'], show(got), show(PERSISTED)))
-    step('read %s = %s (written before the restart)' % (c['id'], show(got)))
+        raise CheckFailed('read %s = %s, expected %s (written %s)'
+                          % (c['id'], show(got), show(PERSISTED), when))
+    step('read %s = %s (written %s)' % (c['id'], show(got), when))
 

@@ -82,7 +82,7 @@ journalctl -u gattd.service -o verbose --no-pager >"$OUT/gattd-verbose.txt"
 grep -q '^ *GATT_ID=label$' "$OUT/gattd-verbose.txt" \
     || { echo "FAIL: journalctl -u gattd -o verbose has no GATT_ID=label field"; exit 1; }
 n=$(journalctl -u gattd.service --no-pager -o cat GATT_ID=label | wc -l)
-echo "journal: structured fields ($(grep -c '^ *GATT_ID=' "$OUT/gattd-verbose.txt") GATT_ID= fields; journalctl -u gattd GATT_ID=label: $n lines; $(grep -m1 -o 'SYSLOG_IDENTIFIER=.*' "$OUT/gattd-verbose.txt"))"
+echo "journal: structured fields ($(grep -c '^ *GATT_ID=' "$OUT/gattd-verbose.txt") GATT_ID= fields; journalctl -u gattd GATT_ID=label: $n lines; $(grep -c '^ *SYSLOG_IDENTIFIER=gattd$' "$OUT/gattd-verbose.txt") entries with SYSLOG_IDENTIFIER=gattd)"
 
 # --- reload -------------------------------------------------------------------------------
 pid=$(show MainPID)
