@@ -8,7 +8,8 @@
 # `systemctl reload` works, SIGKILL is restarted (Restart=on-failure), a stopped (SIGSTOP)
 # gattd is restarted by the watchdog, and a real central reads back a value it wrote
 # before the restarts (StateDirectory under the sandbox).
-# Environment: GATTD_BIN (gattctl next to it), GATTD_CONFIG (default configs/full.json).
+# Environment: GATTD_BIN (gattctl next to it), GATTD_CONFIG (default configs/full.json),
+#   GATTD_VM_DROPIN (extra [Service] lines for the drop-in, ';'-separated).
 set -uo pipefail
 VM=${GATTD_VM_DIR:?}
 . "$VM/scenarios/lib.sh"
@@ -57,6 +58,8 @@ RestartSec=1s
 ExecStart=
 ExecStart=/usr/bin/gattd --config /etc/gattd/gattd.json --log-level debug
 UNIT
+# more [Service] lines for experiments, ';'-separated (e.g. Environment=SWIFT_BACKTRACE=enable=no)
+[ -z "${GATTD_VM_DROPIN:-}" ] || tr ';' '\n' <<<"$GATTD_VM_DROPIN" >>/etc/systemd/system/gattd.service.d/vm.conf
 systemctl daemon-reload
 systemctl reload dbus.service || { echo "FAIL: systemctl reload dbus (for org.gattd.conf)"; exit 1; }
 echo "installed: $(id gattd), unit $(systemctl show -p FragmentPath --value gattd.service) + drop-in vm.conf"
