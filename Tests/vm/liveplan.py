@@ -99,7 +99,7 @@ def check_timer(central, gattctl, config, served):
     central.subscribe(path)
     values = central.wait_notifications(path, 4, timeout=max(10.0, every * 20 / 1000),
                                         what='notifications of %s (every %d ms)' % (c['id'], every))
-    nums = [v[0] for v in values[:4]]
+    nums = [v[0] for v in values[:4]]   # the default encoding: one uint8
     step_ = c['update']['source']['counter'].get('step', 1)
     hi = c['update']['source']['counter'].get('max', 255)
     lo = c['update']['source']['counter'].get('min', 0)
@@ -111,7 +111,7 @@ def check_timer(central, gattctl, config, served):
     step('subscribed to %s: timer notifications %s' % (c['id'], ' '.join(map(str, nums))))
     central.unsubscribe(path)
     central.pump_until(lambda: not gattctl.entry(c['id'])['subscribed'], 15,
-                'gattd to see the unsubscription of %s' % c['id'])
+                       'gattd to see the unsubscription of %s' % c['id'])
     first_value = gattctl.entry(c['id'])['hex']
     # the timer must stay quiet: watch for ten periods that the value does not move
     deadline = time.monotonic() + max(2.0, every * 10 / 1000)
