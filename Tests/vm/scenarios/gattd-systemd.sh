@@ -45,7 +45,7 @@ central() {
 }
 
 # --- install as a package would, into the overlay -----------------------------------------
-DESTDIR= PREFIX=/usr SYSCONFDIR=/etc "$ROOT/scripts/install-files" "$(dirname "$GATTD_BIN")" \
+DESTDIR='' PREFIX=/usr SYSCONFDIR=/etc "$ROOT/scripts/install-files" "$(dirname "$GATTD_BIN")" \
     || { echo "FAIL: scripts/install-files"; exit 1; }
 cp "$CONFIG" /etc/gattd/gattd.json
 systemd-sysusers || { echo "FAIL: systemd-sysusers"; exit 1; }
