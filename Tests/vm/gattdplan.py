@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: MIT
 """The gattd plan: what gattd's JSON configuration says, checked by a real central.
 
-Every expectation comes from the configuration file: service, characteristic and
-descriptor UUIDs and flags, initial values, minLength/maxLength, which characteristics are
-read-only and which notify. Only the ATT error names are BlueZ 5.66's own (see central.py).
+Every expectation comes from the configuration file: the first enabled advertisement
+(local name or alias, service UUIDs, manufacturer and service data), the alias, service,
+characteristic and descriptor UUIDs and flags, initial values, minLength/maxLength, which
+characteristics are read-only and which notify. Only the ATT error names are BlueZ 5.66's own (see central.py).
 """
 import json
 import struct
