@@ -4,7 +4,9 @@
 
 Plans:
   bluez-example           BlueZ's own example-gatt-server + example-advertisement
-  gattd --config FILE     what gattd's JSON config says, checked over the air
+  gattd --config FILE     what gattd's JSON config says, checked over the air (with --live
+                          also hooks, timers, gattctl, indications; leaves a value to persist)
+  gattd-again --config FILE  after a restart: advertisement, services and the persisted value
 
 Exits 0 when every check held, 1 on the first failed check (with a FAIL: line).
 """
@@ -14,7 +16,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bluezcentral import (Central, CheckFailed, full_uuid, run, short, step)  # noqa: E402
-from gattdplan import gattd_plan  # noqa: E402
+from gattdplan import gattd_again_plan, gattd_plan  # noqa: E402
 
 # What BlueZ 5.66's client (src/gatt-client.c create_gatt_dbus_error) makes of ATT errors.
 ATT_INVALID_LENGTH = ('org.bluez.Error.InvalidArguments', 'Invalid Length')          # 0x0D
@@ -115,7 +117,7 @@ def bluez_example(args):
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('plan', choices=['bluez-example', 'gattd'])
+    parser.add_argument('plan', choices=['bluez-example', 'gattd', 'gattd-again'])
     parser.add_argument('--adapter', default='hci1', help='the central adapter (default hci1)')
     parser.add_argument('--peer', default='00:AA:01:00:00:00',
                         help='the peripheral address (default hci0 of btvirt)')
@@ -123,13 +125,26 @@ def main():
     parser.add_argument('--no-long-read', dest='long_read', action='store_false',
                         help='plan gattd: do not require a read that needs offsets')
     parser.add_argument('--timeout', type=float, default=30.0, help='per-operation bound')
+    parser.add_argument('--no-advertisement', dest='gattd_advertises', action='store_false',
+                        help='do not check the config\'s advertisement (another program advertises)')
+    parser.add_argument('--live', action='store_true',
+                        help='plan gattd: also hooks, timers, gattctl set, indications')
+    parser.add_argument('--fresh', action='store_true',
+                        help='plan gattd-again: write the value to persist first')
+    parser.add_argument('--gattctl', default='gattctl', help='gattctl binary (for --live)')
+    parser.add_argument('--gattd-log', help='gattd\'s log, at debug level (for --live)')
+    parser.add_argument('--reject', action='append', default=[], metavar='ID=HEXPREFIX:CODE',
+                        help='the deciding hook of ID rejects values starting with HEXPREFIX '
+                             'with exit CODE (ATT error CODE)')
     args = parser.parse_args()
     if args.plan == 'bluez-example':
         run(lambda: bluez_example(args))
     else:
         if not args.config:
-            parser.error('plan gattd needs --config')
-        run(lambda: gattd_plan(args))
+            parser.error('plan %s needs --config' % args.plan)
+        if args.live and not args.gattd_log:
+            parser.error('--live needs --gattd-log')
+        run(lambda: (gattd_plan if args.plan == 'gattd' else gattd_again_plan)(args))
 
 
 if __name__ == '__main__':

@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: MIT
 """The gattd plan: what gattd's JSON configuration says, checked by a real central.
 
-Every expectation comes from the configuration file: service, characteristic and
-descriptor UUIDs and flags, initial values, minLength/maxLength, which characteristics are
-read-only and which notify. Only the ATT error names are BlueZ 5.66's own (see central.py).
+Every expectation comes from the configuration file: the first enabled advertisement
+(local name or alias, service UUIDs, manufacturer and service data), the alias, service,
+characteristic and descriptor UUIDs and flags, initial values, minLength/maxLength, which
+characteristics are read-only and which notify. Only the ATT error names are BlueZ 5.66's own (see central.py).
 """
 import base64
 import json
@@ -53,7 +54,7 @@ def show(value):
     return value.hex()
 
 
-def check_tree(tree, config):
+def check_tree(tree, config, verbose=True):
     """The served tree matches the config exactly (apart from bluetoothd's own services)."""
     want = {full_uuid(s['uuid']) for s in config['services']}
     have = set(tree) - STACK_SERVICES
@@ -75,8 +76,9 @@ def check_tree(tree, config):
                 if full_uuid(d['uuid']) not in got['descs']:
                     raise CheckFailed('%s has no descriptor %s (has %s)'
                                       % (c['id'], d['uuid'], sorted(map(short, got['descs']))))
-            step('  %s %s %s [%s]%s' % (svc['id'], c['id'], short(got['uuid']), ','.join(flags),
-                 ''.join(' +%s' % d['uuid'] for d in c.get('descriptors', []))))
+            if verbose:
+                step('  %s %s %s [%s]%s' % (svc['id'], c['id'], short(got['uuid']), ','.join(flags),
+                     ''.join(' +%s' % d['uuid'] for d in c.get('descriptors', []))))
 
 
 def characteristics(config):
@@ -85,17 +87,84 @@ def characteristics(config):
             yield svc, c
 
 
+def enabled_advertisements(config):
+    """The advertisements gattd registers at startup."""
+    return [a for a in config.get('advertisements', []) if a.get('enabled', True)]
+
+
+def advertised_name(config, adv):
+    """The name a scanner should see: localName, or the alias through includes local-name."""
+    if 'localName' in adv:
+        return adv['localName']
+    if 'local-name' in adv.get('includes', []):
+        return config.get('alias')
+    return None
+
+
+def check_advertisement(dev, config, adv):
+    """What a scanner saw (Device1 properties) matches advertisement `adv` of the config."""
+    name = advertised_name(config, adv)
+    if name is not None and dev.get('Name') != name:
+        raise CheckFailed('advertisement %s: local name "%s", configured "%s"'
+                          % (adv.get('id', 'adv'), dev.get('Name', ''), name))
+    seen = {str(u).lower() for u in dev.get('UUIDs', [])}
+    want = {full_uuid(u) for u in adv.get('serviceUUIDs', [])}
+    if not want <= seen:
+        raise CheckFailed('advertisement %s: service UUIDs %s, configured %s'
+                          % (adv.get('id', 'adv'), sorted(map(short, seen)), sorted(map(short, want))))
+    mdata = {int(k): bytes(v) for k, v in dev.get('ManufacturerData', {}).items()}
+    for company, value in adv.get('manufacturerData', {}).items():
+        cid = int(company, 0) if company.lower().startswith('0x') else int(company)
+        if mdata.get(cid) != encode(value):
+            raise CheckFailed('advertisement %s: manufacturer data %s, configured 0x%04x=%s'
+                              % (adv.get('id', 'adv'),
+                                 {'0x%04x' % k: v.hex() for k, v in mdata.items()} or 'none',
+                                 cid, encode(value).hex()))
+    sdata = {str(k).lower(): bytes(v) for k, v in dev.get('ServiceData', {}).items()}
+    for uuid, value in adv.get('serviceData', {}).items():
+        if sdata.get(full_uuid(uuid)) != encode(value):
+            raise CheckFailed('advertisement %s: service data %s, configured %s=%s'
+                              % (adv.get('id', 'adv'), {short(k): v.hex() for k, v in sdata.items()},
+                                 uuid, encode(value).hex()))
+    step('advertisement %s: name "%s", service UUIDs %s, manufacturer data %s as configured'
+         % (adv.get('id', 'adv'), dev.get('Name', ''), ' '.join(sorted(map(short, want))) or '-',
+            ' '.join('0x%04x=%s' % (k, v.hex()) for k, v in sorted(mdata.items())) or '-'))
+
+
+def find_and_connect(central, args, config):
+    """Scans for the peripheral (checking gattd's advertisement when the config enables
+    one), connects and returns the device path."""
+    central.forget(args.peer)
+    advs = enabled_advertisements(config) if args.gattd_advertises else []
+    adv = advs[0] if advs else None
+
+    def wanted(d):
+        if str(d.get('Address', '')).upper() != args.peer.upper():
+            return False
+        if adv is None:
+            return True
+        # the name comes with the scan response, the rest with the advertising data
+        return ((advertised_name(config, adv) is None or 'Name' in d) and
+                (not adv.get('manufacturerData') or 'ManufacturerData' in d) and
+                (not adv.get('serviceUUIDs') or 'UUIDs' in d))
+    what = 'peripheral %s' % args.peer
+    if adv is not None:
+        what += ' advertising %s' % adv.get('id', 'adv')
+    path, dev = central.discover(wanted, what=what)
+    step('found %s (advertised name "%s")' % (dev['Address'], dev.get('Name', '')))
+    if adv is not None:
+        check_advertisement(dev, config, adv)
+    central.connect(path)
+    step('connected')
+    return path
+
+
 def gattd_plan(args):
     with open(args.config) as f:
         config = json.load(f)
     central = Central(args.adapter, timeout=args.timeout)
     central.power_on()
-    central.forget(args.peer)
-    path, dev = central.discover(lambda d: str(d.get('Address', '')).upper() == args.peer.upper(),
-                                 what='peripheral %s' % args.peer)
-    step('found %s (advertised name "%s")' % (dev['Address'], dev.get('Name', '')))
-    central.connect(path)
-    step('connected')
+    path = find_and_connect(central, args, config)
 
     alias = config.get('alias')
     if alias:
@@ -196,5 +265,32 @@ def gattd_plan(args):
                 'write to read-only %s' % c['id'])
             step('write to read-only %s -> ATT 0x03' % c['id'])
 
+    if args.live:
+        from liveplan import live_checks
+        live_checks(central, args, config, served)
+    central.disconnect(path)
+    step('disconnected')
+
+
+def gattd_again_plan(args):
+    """After a restart (gattd, bluetoothd, the adapter's power): the advertisement is
+    found again, the services are as configured and the value written before is back.
+    With --fresh the central writes that value first (and reads it back)."""
+    from liveplan import check_persisted, leave_persisted
+    with open(args.config) as f:
+        config = json.load(f)
+    central = Central(args.adapter, timeout=args.timeout)
+    central.power_on()
+    path = find_and_connect(central, args, config)
+    tree = central.gatt_tree(path)
+    check_tree(tree, config, verbose=False)
+    step('services, characteristics, descriptors and flags as configured')
+    def served(svc, c):
+        return tree[full_uuid(svc['uuid'])]['chrcs'][full_uuid(c['uuid'])]
+    if args.fresh:
+        leave_persisted(central, config, served)
+        check_persisted(central, config, served, when='just now')
+    else:
+        check_persisted(central, config, served)
     central.disconnect(path)
     step('disconnected')

@@ -7,8 +7,10 @@
 #   GATTD_CONFIG  configuration (default Tests/vm/configs/core.json)
 #   GATTD_CENTRAL_ARGS  extra central.py options (e.g. --no-long-read for a config
 #                 without a value longer than the MTU)
-#   GATTD_ADVERTISES=1  gattd advertises itself; until then a helper advertisement
-#                 (BlueZ's example-advertisement, connectable) makes hci0 connectable.
+#   GATTD_ADVERTISES=1  gattd advertises itself (the default when the config enables an
+#                 advertisement; the central then checks it against the config); with 0 a
+#                 helper advertisement (BlueZ's example-advertisement, connectable) makes
+#                 hci0 connectable.
 # Run bluetoothd with --main-conf Tests/vm/configs/bluetoothd-main.conf (ATT MTU 100) so
 # that reading a value longer than 99 bytes needs offsets (the central says when it did).
 set -uo pipefail
@@ -32,7 +34,14 @@ wait_for_line "$OUT/bluetoothd.log" 'GATT application registered' 120 || exit 1
 kill -0 "$gattd" 2>/dev/null || { echo "FAIL: gattd exited"; tail "$OUT/gattd.log"; exit 1; }
 echo "gattd registered its application ($(elapsed) s)"
 
-if [ "${GATTD_ADVERTISES:-0}" != 1 ]; then
+if [ -z "${GATTD_ADVERTISES:-}" ]; then
+    GATTD_ADVERTISES=$(/usr/bin/python3 -c 'import json, sys
+c = json.load(open(sys.argv[1]))
+print(int(any(a.get("enabled", True) for a in c.get("advertisements", []))))' "$CONFIG")
+fi
+advert_args=()
+if [ "$GATTD_ADVERTISES" != 1 ]; then
+    advert_args=(--no-advertisement)
     /usr/bin/python3 -u "$VM/on-adapter.py" hci0 "$EXAMPLES/example-advertisement" \
         >"$OUT/advertisement.log" 2>&1 &
     pids+=($!)
@@ -41,7 +50,7 @@ if [ "${GATTD_ADVERTISES:-0}" != 1 ]; then
 fi
 
 /usr/bin/python3 -u "$VM/central.py" gattd --config "$CONFIG" --adapter hci1 --peer "$HCI0_ADDR" \
-    ${GATTD_CENTRAL_ARGS:-} || exit 1
+    "${advert_args[@]}" ${GATTD_CENTRAL_ARGS:-} || exit 1
 
 # what went over the air, from btmon's text log, for the reader: under TCG the monitor
 # channel drops packets, so these counts are not checks (the central's results are).
