@@ -19,3 +19,16 @@ func hex2(_ byte: UInt8) -> String {
 func hex4(_ value: UInt16) -> String {
     hex2(UInt8(value >> 8)) + hex2(UInt8(value & 0xFF))
 }
+
+/// `bytes` as lowercase hex digits, two per byte (`"0a1bff"`); empty for no bytes. The
+/// form gattd writes in state files, logs and gattctl output.
+public func lowercaseHex<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+    let digits: [Character] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "a", "b", "c", "d", "e", "f"]
+    var text = ""
+    text.reserveCapacity(bytes.underestimatedCount * 2)
+    for byte in bytes {
+        text.append(digits[Int(byte >> 4)])
+        text.append(digits[Int(byte & 0x0F)])
+    }
+    return text
+}

@@ -34,7 +34,7 @@ extension GATTError {
             // 0x80 before 5.66).
             return DBusError(name: "org.freedesktop.DBus.Error.Failed", message: "Unlikely error")
         case .application(let code):
-            return DBusError(name: BlueZError.failed, message: "0x" + hexByte(code))
+            return DBusError(name: BlueZError.failed, message: "0x" + lowercaseHex([code]))
         }
     }
 }
@@ -57,9 +57,4 @@ enum BlueZError {
     static func invalidArguments(_ message: String) -> DBusError {
         DBusError(name: invalidArguments, message: message)
     }
-}
-
-private func hexByte(_ byte: UInt8) -> String {
-    let digits: [Character] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "a", "b", "c", "d", "e", "f"]
-    return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
 }

@@ -88,41 +88,9 @@ extension StateDocument {
     private static func encodeObject<Entry>(_ entries: [String: Entry], _ encode: (Entry) -> String) -> String {
         guard !entries.isEmpty else { return "{}" }
         let lines = entries.keys.sorted().map { key in
-            "    " + jsonString(key) + ": " + encode(entries[key]!)
+            "    " + jsonQuoted(key) + ": " + encode(entries[key]!)
         }
         return "{\n" + lines.joined(separator: ",\n") + "\n  }"
     }
 }
 
-private func lowercaseHex(_ bytes: [UInt8]) -> String {
-    let digits = Array("0123456789abcdef")
-    var text = ""
-    text.reserveCapacity(bytes.count * 2)
-    for byte in bytes {
-        text.append(digits[Int(byte >> 4)])
-        text.append(digits[Int(byte & 0x0F)])
-    }
-    return text
-}
-
-/// A JSON string literal: quotes, backslashes and control characters escaped.
-private func jsonString(_ text: String) -> String {
-    var out = "\""
-    for scalar in text.unicodeScalars {
-        switch scalar {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        case "\t": out += "\\t"
-        case "\r": out += "\\r"
-        default:
-            if scalar.value < 0x20 {
-                let digits = Array("0123456789abcdef")
-                out += "\\u00" + String(digits[Int(scalar.value >> 4)]) + String(digits[Int(scalar.value & 0xF)])
-            } else {
-                out.unicodeScalars.append(scalar)
-            }
-        }
-    }
-    return out + "\""
-}

@@ -93,7 +93,7 @@ public final class WriteHookRunner {
             return false
         }
         let environment = [
-            "GATT_VALUE_HEX": Self.hex(bytes), "GATT_OFFSET": "\(offset)", "GATT_ID": id,
+            "GATT_VALUE_HEX": lowercaseHex(bytes), "GATT_OFFSET": "\(offset)", "GATT_ID": id,
             "GATT_UUID": "\(attribute.uuid)", "GATT_DEVICE": device ?? "",
         ]
         do {
@@ -110,16 +110,5 @@ public final class WriteHookRunner {
         }
         running[id, default: 0] += 1
         return true
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: text, as: UTF8.self)
     }
 }

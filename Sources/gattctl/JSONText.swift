@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 
+import BLEModel
+
 /// Minimal JSON writing for `--json` output: one object per line, keys in the given order.
 enum JSONText {
     /// A JSON value to write.
@@ -25,26 +27,7 @@ enum JSONText {
     }
 
     /// A JSON string literal (RFC 8259 escapes).
-    static func quote(_ text: String) -> String {
-        var result = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    let digits = String(scalar.value, radix: 16)
-                    result += "\\u" + String(repeating: "0", count: 4 - digits.count) + digits
-                } else {
-                    result.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return result + "\""
-    }
+    static func quote(_ text: String) -> String { jsonQuoted(text) }
 
     /// `{"hex": ..., "utf8": ... or null}` members for a value.
     static func valueMembers(_ bytes: [UInt8]) -> [(String, Value)] {

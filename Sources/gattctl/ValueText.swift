@@ -1,18 +1,11 @@
 // SPDX-License-Identifier: MIT
 
+import BLEModel
+
 /// How gattctl shows a value: hex digits, and the bytes as text when they are UTF-8.
 enum ValueText {
     /// `"0a1bff"`; empty for no bytes.
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef")
-        var text = ""
-        text.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0xF)])
-        }
-        return text
-    }
+    static func hex(_ bytes: [UInt8]) -> String { lowercaseHex(bytes) }
 
     /// The bytes as a string when they are valid UTF-8, else nil.
     static func utf8(_ bytes: [UInt8]) -> String? {
