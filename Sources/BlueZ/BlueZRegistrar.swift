@@ -70,30 +70,25 @@ public final class BlueZRegistrar {
                 else { return }
                 if newOwner.isEmpty { self.blueZVanished() } else { self.blueZAppeared(owner: newOwner) }
             })
-        subscriptions.append(
-            connection.subscribe(
-                sender: BlueZNames.service, path: BlueZNames.root, interface: BlueZNames.objectManager,
-                member: "InterfacesAdded", arg0: nil
-            ) { [unowned self] message in
-                guard message.sender == self.application.trustedSender,
-                    let arguments = try? message.arguments(), arguments.count == 2,
-                    let path = arguments[0].asObjectPath?.rawValue
-                else { return }
-                let interfaces = arguments[1].dictionaryEntries?.compactMap { $0.key.asString } ?? []
-                self.interfacesAdded(path: path, interfaces: interfaces)
-            })
-        subscriptions.append(
-            connection.subscribe(
-                sender: BlueZNames.service, path: BlueZNames.root, interface: BlueZNames.objectManager,
-                member: "InterfacesRemoved", arg0: nil
-            ) { [unowned self] message in
-                guard message.sender == self.application.trustedSender,
-                    let arguments = try? message.arguments(), arguments.count == 2,
-                    let path = arguments[0].asObjectPath?.rawValue
-                else { return }
-                let interfaces = arguments[1].asStringArray ?? []
-                self.interfacesRemoved(path: path, interfaces: interfaces)
-            })
+        // InterfacesAdded carries a{sa{sv}}, InterfacesRemoved as: either way the interface names.
+        for member in ["InterfacesAdded", "InterfacesRemoved"] {
+            subscriptions.append(
+                connection.subscribe(
+                    sender: BlueZNames.service, path: BlueZNames.root, interface: BlueZNames.objectManager,
+                    member: member, arg0: nil
+                ) { [unowned self] message in
+                    guard message.sender == self.application.trustedSender,
+                        let arguments = try? message.arguments(), arguments.count == 2,
+                        let path = arguments[0].asObjectPath?.rawValue
+                    else { return }
+                    if member == "InterfacesAdded" {
+                        let interfaces = arguments[1].dictionaryEntries?.compactMap { $0.key.asString } ?? []
+                        self.interfacesAdded(path: path, interfaces: interfaces)
+                    } else {
+                        self.interfacesRemoved(path: path, interfaces: arguments[1].asStringArray ?? [])
+                    }
+                })
+        }
         logger.info("waiting for org.bluez")
         connection.call(
             destination: BlueZNames.dbusService, path: BlueZNames.dbusPath,
