@@ -96,7 +96,7 @@ extension Advertiser {
 
     private func refused(_ slot: Slot, _ error: DBusError) {
         let reason: String
-        if error.name == "org.bluez.Error.NotPermitted" {
+        if error.name == BlueZError.notPermitted {
             reason = "the controller has no free advertising instance (bluetoothd: \"\(error.message)\"); another "
                 + "program or an earlier gattd may hold them, or the configuration enables more than the adapter "
                 + "supports"

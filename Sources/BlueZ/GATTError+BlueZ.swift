@@ -32,7 +32,7 @@ extension GATTError {
         case .unlikely:
             // A name outside bluetoothd's table: 0x0E on every version (Failed would be
             // 0x80 before 5.66).
-            return DBusError(name: "org.freedesktop.DBus.Error.Failed", message: "Unlikely error")
+            return DBusError(name: DBusError.Name.failed, message: "Unlikely error")
         case .application(let code):
             return DBusError(name: BlueZError.failed, message: "0x" + lowercaseHex([code]))
         }
