@@ -20,13 +20,15 @@ public final class MTUTracker {
     public func record(mtu: Int, device: String?) {
         guard mtu >= Self.defaultMTU else { return }
         let key = device ?? ""
+        // The common case on the read/write path: the same central again, same MTU.
+        if let last = recent.last, last.device == key, last.mtu == mtu { return }
         recent.removeAll { $0.device == key }
         recent.append((key, mtu))
         if recent.count > Self.rememberedDevices { recent.removeFirst(recent.count - Self.rememberedDevices) }
     }
 
     /// The smallest MTU among recently seen devices, or 23.
-    public var effective: Int { recent.map(\.mtu).min() ?? Self.defaultMTU }
+    public var effective: Int { recent.lazy.map(\.mtu).min() ?? Self.defaultMTU }
 
     /// The longest notification payload that arrives whole: `effective - 3`.
     public var notificationPayload: Int { effective - 3 }

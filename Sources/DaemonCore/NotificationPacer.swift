@@ -64,8 +64,13 @@ public final class NotificationPacer {
 
     /// A subscribed characteristic's value changed: send it now or when its interval ends.
     public func submit(_ attribute: Attribute) {
-        let lane = lanes[attribute.id] ?? Lane()
-        lanes[attribute.id] = lane
+        let lane: Lane
+        if let existing = lanes[attribute.id] {
+            lane = existing
+        } else {
+            lane = Lane()
+            lanes[attribute.id] = lane
+        }
         if lane.cancelPending != nil {
             coalescedCount += 1
             return
