@@ -16,43 +16,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "Tests", "standin"))
 
-from harness import PrivateBus, Standin, Child  # noqa: E402
+from harness import Child  # noqa: E402
+from fixtures import print_on_failure, private_bus, pytest_runtest_makereport, standin  # noqa: E402,F401
 
 CONFIGS = os.path.join(HERE, "configs")
 
 
 def gattd_binary():
     return os.environ.get("GATTD_BIN", os.path.join(REPO, ".build", "debug", "gattd"))
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    rep = outcome.get_result()
-    setattr(item, "rep_" + rep.when, rep)
-
-
-def _print_on_failure(request, title, path):
-    rep = getattr(request.node, "rep_call", None)
-    if rep is not None and rep.failed and os.path.exists(path):
-        with open(path) as f:
-            print("---- %s ----\n%s" % (title, f.read()))
-
-
-@pytest.fixture
-def private_bus():
-    bus = PrivateBus()
-    yield bus
-    bus.stop()
-
-
-@pytest.fixture
-def standin(private_bus, tmp_path, request):
-    log_path = str(tmp_path / "standin.log")
-    sd = Standin(private_bus, log_path=log_path)
-    yield sd
-    sd.stop()
-    _print_on_failure(request, "stand-in log", log_path)
 
 
 class Gattd:
@@ -93,4 +64,4 @@ def start_gattd(private_bus, tmp_path, request):
     yield start
     for g in started:
         g.stop()
-    _print_on_failure(request, "gattd output", log_path)
+    print_on_failure(request, "gattd output", log_path)
