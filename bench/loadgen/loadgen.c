@@ -26,7 +26,8 @@
  *   notify   StartNotify (NO_REPLY), count PropertiesChanged(Value) for
  *            --notify-secs from the first one, gaps from the 4-byte LE
  *            sequence number, then StopNotify
- *   rss      VmHWM of the contender
+ *   rss      VmHWM of the contender (and, with --smaps FILE, a copy of its
+ *            /proc/<pid>/smaps for finding where the memory is)
  * Each measured phase reports cpu_s_per_10k: contender CPU over the phase
  * from /proc/<pid>/stat utime+stime (clock ticks) and, more precisely,
  * schedstat_s_per_10k from the sum of /proc/<pid>/task/<tid>/schedstat.
@@ -38,6 +39,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
 #include <signal.h>
@@ -825,10 +827,33 @@ static void stop_child(void)
     }
 }
 
+static void copy_smaps(pid_t pid, const char *to)
+{
+    char path[64], buf[65536];
+    snprintf(path, sizeof path, "/proc/%d/smaps", (int)pid);
+    int in = open(path, O_RDONLY | O_CLOEXEC);
+    int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    ssize_t n;
+    if (in < 0 || out < 0) {
+        fprintf(stderr, "loadgen: --smaps: %s: %s\n", in < 0 ? path : to, strerror(errno));
+    } else {
+        while ((n = read(in, buf, sizeof buf)) > 0)
+            if (write(out, buf, (size_t)n) != n) {
+                fprintf(stderr, "loadgen: --smaps: %s: %s\n", to, strerror(errno));
+                break;
+            }
+    }
+    if (in >= 0)
+        close(in);
+    if (out >= 0)
+        close(out);
+}
+
 static void usage(void)
 {
     fprintf(stderr, "usage: loadgen [--address A] [--label L] [--calls N] [--phases p1,p2,...]\n"
-                    "               [--notify-mode timer|flood] [--notify-secs S] -- contender argv...\n");
+                    "               [--notify-mode timer|flood] [--notify-secs S] [--smaps FILE]\n"
+                    "               -- contender argv...\n");
     exit(2);
 }
 
@@ -839,14 +864,16 @@ int main(int argc, char **argv)
     const char *mode = "timer";
     long calls = 10000;
     double notify_secs = 3.0, reg_timeout = 30.0;
+    const char *smaps_out = NULL;
     static const struct option opts[] = {
         {"address", required_argument, 0, 'a'},     {"label", required_argument, 0, 'l'},
         {"calls", required_argument, 0, 'n'},       {"phases", required_argument, 0, 'p'},
         {"notify-mode", required_argument, 0, 'm'}, {"notify-secs", required_argument, 0, 's'},
-        {"register-timeout", required_argument, 0, 't'}, {0, 0, 0, 0},
+        {"register-timeout", required_argument, 0, 't'}, {"smaps", required_argument, 0, 'S'},
+        {0, 0, 0, 0},
     };
     int c;
-    while ((c = getopt_long(argc, argv, "+a:l:n:p:m:s:t:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+a:l:n:p:m:s:t:S:", opts, NULL)) != -1) {
         switch (c) {
         case 'a': address = optarg; break;
         case 'l': label = optarg; break;
@@ -855,6 +882,7 @@ int main(int argc, char **argv)
         case 'm': mode = optarg; break;
         case 's': notify_secs = atof(optarg); break;
         case 't': reg_timeout = atof(optarg); break;
+        case 'S': smaps_out = optarg; break;
         default: usage();
         }
     }
@@ -936,9 +964,12 @@ int main(int argc, char **argv)
                 printf("BENCH contender=%s phase=notify status=no-seq-characteristic\n", label);
             else
                 phase_notify(mode, notify_secs, calls * 100);
-        } else if (!strcmp(ph, "rss"))
+        } else if (!strcmp(ph, "rss")) {
             printf("BENCH contender=%s phase=rss status=ok vmhwm_kb=%ld vmrss_kb=%ld\n", label,
                    proc_status_kb(child, "VmHWM"), proc_status_kb(child, "VmRSS"));
+            if (smaps_out)
+                copy_smaps(child, smaps_out);
+        }
         else
             fprintf(stderr, "loadgen: unknown phase %s\n", ph);
         fflush(stdout);
