@@ -12,7 +12,21 @@ VERSION      ?= 0.1.0
 DEBUG_BIN    := .build/debug
 RELEASE_BIN  := .build/release
 
+# Release link, for memory (BENCHMARKS.md, "Where the memory goes"): lld lays out the
+# functions gattd runs first (build-aux/gattd.order, from `make link-order`), each function
+# in its own section so it can; relative relocations packed (RELR); libstdc++ (the Swift
+# runtime's C++) linked statically from a directory that holds only libstdc++.a; and only
+# the symbols gattd imports in the dynamic symbol table.
+STATIC_CXX_DIR := $(CURDIR)/.build/static-libstdcxx
+RELEASE_FLAGS := -Xswiftc -Xfrontend -Xswiftc -function-sections \
+	-Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld \
+	-Xlinker -z -Xlinker pack-relative-relocs \
+	-Xlinker --symbol-ordering-file=$(CURDIR)/build-aux/gattd.order -Xlinker --no-warn-symbol-ordering \
+	-Xlinker --no-export-dynamic \
+	-Xlinker -L$(STATIC_CXX_DIR)
+
 .PHONY: all deps build release bench test test-unit test-integration test-vm vm-prepare check-config check-deb \
+	check-release link-order \
 	demo demo-standin install deb clean
 
 all: build
@@ -24,11 +38,19 @@ build: deps
 	$(SWIFT) build $(SWIFT_FLAGS)
 
 release: deps
-	$(SWIFT) build -c release --static-swift-stdlib $(SWIFT_FLAGS)
+	mkdir -p $(STATIC_CXX_DIR)
+	ln -sf "$$(clang -print-file-name=libstdc++.a)" $(STATIC_CXX_DIR)/libstdc++.a
+	@# the order file is not an input SwiftPM tracks: relink when it changed
+	@if [ build-aux/gattd.order -nt $(RELEASE_BIN)/gattd ]; then rm -f $(RELEASE_BIN)/gattd; fi
+	$(SWIFT) build -c release --static-swift-stdlib $(SWIFT_FLAGS) $(RELEASE_FLAGS)
+
+# Re-profiles the release binary (valgrind) and rewrites build-aux/gattd.order; commit it.
+link-order: release
+	scripts/link-order --gattd $(CURDIR)/$(RELEASE_BIN)/gattd
 
 # Everything CI runs: unit tests, config examples, the .deb's contents (not installed),
 # integration against the stand-in bluetoothd, and the real bluetoothd in a guest.
-test: build test-unit check-config check-deb test-integration test-vm
+test: build test-unit check-config check-deb check-release test-integration test-vm
 
 test-unit:
 	$(SWIFT) test $(SWIFT_FLAGS)
@@ -45,6 +67,10 @@ test-integration:
 
 check-deb:
 	scripts/check-deb $(DEBUG_BIN)
+
+# The release build's link (order file, static libstdc++, RELR) and a loadgen smoke run.
+check-release: release
+	scripts/check-release $(RELEASE_BIN)
 
 # Release binaries, unit, sysusers, D-Bus policy, /etc/gattd/gattd.json (kept if present),
 # schema and README. `make install DESTDIR=/tmp/root PREFIX=/usr/local` stages elsewhere.
