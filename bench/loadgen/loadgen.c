@@ -26,6 +26,10 @@
  *   notify   StartNotify (NO_REPLY), count PropertiesChanged(Value) for
  *            --notify-secs from the first one, gaps from the 4-byte LE
  *            sequence number, then StopNotify
+ *            With --feed ID (contenders whose values come from other programs,
+ *            like gattd): loadgen itself changes the value while the phase
+ *            runs, calling org.gattd.Manager1.SetValue(ID, 4-byte LE sequence
+ *            number) on org.gattd /org/gattd with 16 calls outstanding
  *   rss      VmHWM of the contender (and, with --smaps FILE, a copy of its
  *            /proc/<pid>/smaps for finding where the memory is)
  * Each measured phase reports cpu_s_per_10k: contender CPU over the phase
@@ -727,6 +731,49 @@ static void send_noreply(const char *member)
         die("send", r);
 }
 
+/* --feed: values pushed from outside, the way other programs drive gattd */
+static struct {
+    const char *id;
+    int active;
+    uint32_t next;
+    long outstanding, sent, failed;
+} feed;
+
+static void feed_send(void);
+
+static int on_feed_reply(sd_bus_message *m, void *ud, sd_bus_error *e)
+{
+    (void)ud;
+    (void)e;
+    feed.outstanding--;
+    if (sd_bus_message_is_method_error(m, NULL)) {
+        if (feed.failed++ == 0)
+            fprintf(stderr, "loadgen: SetValue: %s\n", sd_bus_message_get_error(m)->message);
+    }
+    while (feed.active && feed.outstanding < 16)
+        feed_send();
+    return 0;
+}
+
+static void feed_send(void)
+{
+    sd_bus_message *m;
+    uint32_t v = feed.next++;
+    uint8_t bytes[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+    int r = sd_bus_message_new_method_call(bus, &m, "org.gattd", "/org/gattd", "org.gattd.Manager1", "SetValue");
+    if (r >= 0)
+        r = sd_bus_message_append(m, "s", feed.id);
+    if (r >= 0)
+        r = sd_bus_message_append_array(m, 'y', bytes, sizeof bytes);
+    if (r >= 0)
+        r = sd_bus_call_async(bus, NULL, m, on_feed_reply, NULL, CALL_TIMEOUT_US);
+    sd_bus_message_unref(m);
+    if (r < 0)
+        die("SetValue", r);
+    feed.outstanding++;
+    feed.sent++;
+}
+
 static void phase_notify(const char *mode, double secs, long max_count)
 {
     memset(&ntf, 0, sizeof ntf);
@@ -735,11 +782,18 @@ static void phase_notify(const char *mode, double secs, long max_count)
     ntf.active = ntf.counting = 1;
     send_noreply("StartNotify");
     printf("BENCH contender=%s phase=notify mode=%s", label, mode);
+    if (feed.id) {
+        feed.active = 1;
+        feed.next = 1;
+        while (feed.outstanding < 16)
+            feed_send();
+    }
     /* wait for the first notification */
     uint64_t deadline = now_ns() + 5000000000ULL;
     while (!ntf.count && !fatal_exit && now_ns() < deadline)
         pump(deadline);
     if (!ntf.count) {
+        feed.active = 0;
         printf(" status=none\n");
         send_noreply("StopNotify");
         ntf.active = 0;
@@ -754,6 +808,7 @@ static void phase_notify(const char *mode, double secs, long max_count)
     while (!fatal_exit && now_ns() < deadline && ntf.count - count0 < max_count)
         pump(deadline);
     ntf.counting = 0;
+    feed.active = 0;
     uint64_t t1 = ntf.last;
     struct cpu_mark c1 = cpu_now();
     send_noreply("StopNotify");
@@ -774,7 +829,10 @@ static void phase_notify(const char *mode, double secs, long max_count)
     uint64_t quiet = now_ns() + 300000000ULL;
     while (!fatal_exit && now_ns() < quiet)
         pump(quiet);
-    printf(" after_stop=%ld\n", ntf.drained);
+    printf(" after_stop=%ld", ntf.drained);
+    if (feed.id)
+        printf(" feed_sent=%ld feed_failed=%ld", feed.sent, feed.failed);
+    printf("\n");
     ntf.active = 0;
     free(gap_ns);
     free(ntf.arrivals);
@@ -852,7 +910,7 @@ static void copy_smaps(pid_t pid, const char *to)
 static void usage(void)
 {
     fprintf(stderr, "usage: loadgen [--address A] [--label L] [--calls N] [--phases p1,p2,...]\n"
-                    "               [--notify-mode timer|flood] [--notify-secs S] [--smaps FILE]\n"
+                    "               [--notify-mode timer|flood] [--notify-secs S] [--smaps FILE] [--feed ID]\n"
                     "               -- contender argv...\n");
     exit(2);
 }
@@ -870,10 +928,11 @@ int main(int argc, char **argv)
         {"calls", required_argument, 0, 'n'},       {"phases", required_argument, 0, 'p'},
         {"notify-mode", required_argument, 0, 'm'}, {"notify-secs", required_argument, 0, 's'},
         {"register-timeout", required_argument, 0, 't'}, {"smaps", required_argument, 0, 'S'},
+        {"feed", required_argument, 0, 'F'},
         {0, 0, 0, 0},
     };
     int c;
-    while ((c = getopt_long(argc, argv, "+a:l:n:p:m:s:t:S:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+a:l:n:p:m:s:t:S:F:", opts, NULL)) != -1) {
         switch (c) {
         case 'a': address = optarg; break;
         case 'l': label = optarg; break;
@@ -883,6 +942,7 @@ int main(int argc, char **argv)
         case 's': notify_secs = atof(optarg); break;
         case 't': reg_timeout = atof(optarg); break;
         case 'S': smaps_out = optarg; break;
+        case 'F': feed.id = optarg; break;
         default: usage();
         }
     }
