@@ -151,9 +151,19 @@ public final class ChildProcess {
 
     /// Sends SIGKILL to the child's process group now; `completion` still runs once it is reaped.
     public func kill() {
+        deliver(SIGKILL)
+    }
+
+    /// Sends SIGTERM to the child's process group (the program may clean up); for when the
+    /// daemon stops and will not wait for the outcome.
+    public func terminate() {
+        deliver(SIGTERM)
+    }
+
+    private func deliver(_ number: Int32) {
         guard isRunning else { return }
-        Glibc.kill(-pid, SIGKILL)
-        Glibc.kill(pid, SIGKILL)
+        Glibc.kill(-pid, number)
+        Glibc.kill(pid, number)
     }
 
     // MARK: - Pipes

@@ -17,12 +17,17 @@ public import Mainloop
 ///   is only logged.
 /// - At most `maximumRunning` programs run per characteristic; past that `decide`
 ///   answers `unlikely` at once and `written` skips the program (logged).
+/// - `stop()` (the daemon is stopping) sends SIGTERM to the process group of every
+///   program still running: none outlives the daemon.
 public final class WriteHookRunner {
     public static let maximumRunning = 4
     private let hooks: [String: WriteHook]
     private let loop: EventLoop
     private let logger: Logger
     private var running: [String: Int] = [:]
+    /// Programs still running, by start number.
+    private var children: [Int: ChildProcess] = [:]
+    private var started = 0
 
     public init(configuration: Configuration, loop: EventLoop, logger: Logger) {
         var hooks: [String: WriteHook] = [:]
@@ -96,12 +101,15 @@ public final class WriteHookRunner {
             "GATT_VALUE_HEX": lowercaseHex(bytes), "GATT_OFFSET": "\(offset)", "GATT_ID": id,
             "GATT_UUID": "\(attribute.uuid)", "GATT_DEVICE": device ?? "",
         ]
+        started += 1
+        let number = started
         do {
-            _ = try ChildProcess.start(
+            children[number] = try ChildProcess.start(
                 argv: hook.argv, environment: environment, stdin: bytes, timeout: .milliseconds(hook.timeoutMs),
                 loop: loop
             ) { [weak self] finished in
                 self?.running[id, default: 1] -= 1
+                self?.children[number] = nil
                 done(finished.outcome)
             }
         } catch {
@@ -110,5 +118,17 @@ public final class WriteHookRunner {
         }
         running[id, default: 0] += 1
         return true
+    }
+
+    /// Programs still running (all characteristics).
+    public var runningTotal: Int { children.count }
+
+    /// SIGTERM to every program still running (each in its own process group); their
+    /// outcomes are not waited for.
+    public func stop() {
+        for child in children.values.sorted(by: { $0.pid < $1.pid }) {
+            logger.info("stopping write hook", metadata: ["pid": "\(child.pid)"])
+            child.terminate()
+        }
     }
 }

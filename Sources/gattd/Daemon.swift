@@ -260,6 +260,7 @@ final class Daemon {
         logger.info("stopping")
         notify { try self.notifier.stopping() }
         updates.stop()
+        application.writeHooks?.stop()
         flushState()
         let deadline = loop.timer(after: .milliseconds(1500)) { [unowned self] in
             self.logger.warning("unregistering took too long; exiting anyway")

@@ -7,6 +7,7 @@ Every wait is a stand-in call that returns on the event or fails with a timeout;
 
 import json
 import os
+import select
 import struct
 
 import dbus
@@ -184,6 +185,49 @@ def test_hook_gets_the_value_on_stdin_after_the_write(start_gattd, standin, hook
         assert time.monotonic() < deadline, "the hook did not write its file"
         time.sleep(0.01)
     assert written.read_bytes() == b"log " + DEVICE.encode() + b" " + value
+
+
+def test_hooks_still_running_are_stopped_with_the_daemon(start_gattd, standin, tmp_path):
+    """A hook program (deciding or not) that is still running when gattd stops gets
+    SIGTERM: nothing gattd started outlives it."""
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    # each hook writes its pid, then becomes a long sleep (same pid: exec)
+    hook = ["/bin/sh", "-c", 'echo $$ > "$1/$GATT_ID.tmp" && mv "$1/$GATT_ID.tmp" "$1/$GATT_ID" && exec sleep 600',
+            "sh", str(pids)]
+    config = {"version": 1, "services": [{"id": "hooks", "uuid": "12345678-1234-5678-1234-56789abc6200",
+              "characteristics": [
+                  {"id": "later", "uuid": "12345678-1234-5678-1234-56789abc6201", "flags": ["read", "write"],
+                   "maxLength": 4, "persist": False, "onWrite": {"argv": hook}},
+                  {"id": "decides", "uuid": "12345678-1234-5678-1234-56789abc6202", "flags": ["read", "write"],
+                   "maxLength": 4, "persist": False,
+                   "onWrite": {"argv": hook, "decides": True, "timeoutMs": 60000}}]}]}
+    config_path = tmp_path / "hooks.json"
+    config_path.write_text(json.dumps(config))
+    g = start(start_gattd, standin, str(config_path))
+    later = path_of(standin, "12345678-1234-5678-1234-56789abc6201")
+    decides = path_of(standin, "12345678-1234-5678-1234-56789abc6202")
+    standin.call("Write", later, dbus.ByteArray(b"\x01"), dbus.UInt16(0), MTU, DEVICE, False)
+    # the deciding hook does not answer while it sleeps: send this one without waiting
+    standin.control.WriteAtt(decides, dbus.ByteArray(b"\x02"), dbus.UInt16(0), MTU, DEVICE, False,
+                             ignore_reply=True)
+    import time
+    deadline = time.monotonic() + 10
+    while not ((pids / "later").exists() and (pids / "decides").exists()):
+        assert time.monotonic() < deadline, "the hooks did not start"
+        time.sleep(0.01)
+    watched = {name: os.pidfd_open(int((pids / name).read_text())) for name in ("later", "decides")}
+    try:
+        g.child.stop()  # SIGTERM (the log stays open for the lines read below)
+        assert g.child.proc.returncode == 0
+        for name, fd in watched.items():
+            ready, _, _ = select.select([fd], [], [], 5)
+            assert ready, "the %s hook (sleep 600) still runs after gattd stopped" % name
+    finally:
+        for fd in watched.values():
+            os.close(fd)
+    for name in watched:
+        assert g.child.wait_for_line("stopping write hook", timeout=5), "gattd did not log stopping two hooks"
 
 
 def test_counter_continues_where_it_stopped_after_a_restart(start_gattd, standin, tmp_path):
