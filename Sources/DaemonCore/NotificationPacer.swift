@@ -12,9 +12,13 @@ public import Logging
 /// or 0. Each send moves the next slot one interval on (so the long-run rate never
 /// exceeds one per interval), but never less than half an interval after the send: a
 /// producer ticking at the interval is not thinned by timer jitter, and no two
-/// notifications are closer than half an interval. A change before its slot marks the
-/// characteristic pending and one timer sends it at the slot, with the value it has
-/// then: the latest value wins, older ones are dropped, and no queue exists.
+/// notifications are closer than half an interval. A change less than an eighth of an
+/// interval before its slot counts as on time and goes out at once: a producer on the same
+/// period whose grid runs a little ahead of the slots (the first send came a few
+/// microseconds after its tick) is neither delayed nor costs a second wake-up per
+/// notification. An earlier change marks the characteristic pending and one timer sends
+/// it at the slot, with the value it has then: the latest value wins, older ones are
+/// dropped, and no queue exists.
 /// A value longer than `MTUTracker.notificationPayload` is sent (bluetoothd cuts it) and
 /// warned about once per characteristic.
 public final class NotificationPacer {
@@ -75,7 +79,7 @@ public final class NotificationPacer {
             coalescedCount += 1
             return
         }
-        if let slot = lane.nextSlot, clock.now() < slot {
+        if let slot = lane.nextSlot, clock.now() < slot - interval(for: attribute.id) / 8 {
             lane.cancelPending = clock.at(slot) { [weak self, unowned lane] in
                 lane.cancelPending = nil
                 self?.sendNow(attribute, lane)

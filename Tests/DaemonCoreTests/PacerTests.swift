@@ -55,6 +55,40 @@ struct PacerTests {
         #expect(f.pacer.coalescedCount == 0)
     }
 
+    @Test("a producer on the interval whose grid runs ahead of the slots is sent at once, every tick")
+    func gridAheadOfTheSlotsIsNotHeldBack() throws {
+        let f = try Fixture()
+        let start = f.clock.now
+        // The first tick's value goes out 3 ms after the grid point (the send came late),
+        // so every later tick (on the grid: 50, 100, ...) is 3 ms before its slot.
+        f.clock.advance(by: .milliseconds(3))
+        f.set("fast", [0])
+        for tick in 1..<10 {
+            f.clock.advance(by: .milliseconds(tick == 1 ? 47 : 50))
+            f.set("fast", [UInt8(tick)])
+            #expect(!f.pacer.isPending("fast"), "tick \(tick) waited for its slot (a second wake-up)")
+        }
+        let sent = f.sent.filter { $0.id == "fast" }
+        #expect(sent.map(\.value) == (0..<10).map { [UInt8($0)] })
+        #expect(sent.dropFirst().map { $0.at - start } == (1..<10).map { .milliseconds($0 * 50) })
+        #expect(f.clock.pendingCount == 0)
+    }
+
+    @Test("a change earlier than an eighth of an interval before the slot still waits for it")
+    func earlyChangeWaits() throws {
+        let f = try Fixture()
+        let start = f.clock.now
+        f.set("fast", [1])  // t=0: sent, slot 50
+        f.clock.advance(by: .milliseconds(43))
+        f.set("fast", [2])  // t=43: 7 ms early (more than 50/8 = 6.25 ms): pending until 50
+        #expect(f.pacer.isPending("fast"))
+        f.clock.advance(by: .milliseconds(7))
+        f.clock.advance(by: .milliseconds(45))
+        f.set("fast", [3])  // t=95: 5 ms before the slot at 100: on time, sent now
+        #expect(f.sent.filter { $0.id == "fast" }.map { $0.at - start }
+            == [.zero, .milliseconds(50), .milliseconds(95)])
+    }
+
     @Test("after a late send the next slot stays on the grid, but never closer than half an interval")
     func slotsKeepTheLongRunRate() throws {
         let f = try Fixture()
@@ -62,9 +96,9 @@ struct PacerTests {
         f.set("fast", [1])  // t=0: sent, next slot 50
         f.clock.advance(by: .milliseconds(70))
         f.set("fast", [2])  // t=70 (late): sent, next slot max(100, 95) = 100
-        f.clock.advance(by: .milliseconds(25))
-        f.set("fast", [3])  // t=95: before the slot, pending until 100
-        f.clock.advance(by: .milliseconds(10))
+        f.clock.advance(by: .milliseconds(20))
+        f.set("fast", [3])  // t=90: before the slot (by more than an eighth), pending until 100
+        f.clock.advance(by: .milliseconds(15))
         let times = f.sent.filter { $0.id == "fast" }.map { $0.at - start }
         #expect(times == [.zero, .milliseconds(70), .milliseconds(100)])
     }
