@@ -16,6 +16,8 @@ final class ExportedAttribute: DBusObject {
     unowned let requests: GattRequestHandler
     let interfaces: [DBusInterface]
     private let parentProperty: String
+    /// The `PropertiesChanged(Value)` notifications of a characteristic, prepared on first use.
+    private var valueSignal: BytePropertySignal?
 
     init(
         path: ObjectPath, parentPath: ObjectPath, attribute: Attribute, flags: [String],
@@ -33,6 +35,18 @@ final class ExportedAttribute: DBusObject {
             interfaces = [GattInterfaces.descriptor]
             parentProperty = "Characteristic"
         }
+    }
+
+    /// Emits the attribute's current value as `PropertiesChanged(Value)` (a notification).
+    func notifyValue(on connection: BusConnection) throws(DBusError) {
+        let signal: BytePropertySignal
+        if let valueSignal {
+            signal = valueSignal
+        } else {
+            signal = try BytePropertySignal(path: path, interface: interfaces[0].name, property: "Value")
+            valueSignal = signal
+        }
+        try connection.emit(signal, carrying: attribute.value)
     }
 
     func property(_ name: String, interface: String) -> DBusValue? {

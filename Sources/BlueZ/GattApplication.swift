@@ -140,9 +140,7 @@ public final class GattApplication {
     public func sendValue(_ attribute: Attribute) {
         guard attribute.isNotifying, let object = characteristics[attribute.id] else { return }
         do {
-            try connection.emitPropertiesChanged(
-                path: object.path, interface: BlueZNames.gattCharacteristic,
-                changed: [("Value", .bytes(attribute.value))], invalidated: [])
+            try object.notifyValue(on: connection)
         } catch {
             logger.error("could not notify", metadata: ["gatt.id": "\(attribute.id)", "error": "\(error)"])
             return
