@@ -107,5 +107,6 @@ clean:
 
 # Benchmarks (not part of `make test`): BENCHMARKS.md explains the table.
 bench: release
-	bench/run --reps 3 --gattd $(CURDIR)/$(RELEASE_BIN)/gattd --gattd-notify --out BENCHMARKS.run.md
+	bench/run --reps 5 --gattd $(CURDIR)/$(RELEASE_BIN)/gattd --gattd-notify --out BENCHMARKS.run.md
 	bench/scale/run --gattd $(CURDIR)/$(RELEASE_BIN)/gattd
+	bench/memory --runs 5 --evict -- $(CURDIR)/$(RELEASE_BIN)/gattd --config $(CURDIR)/bench/configs/bench.json
