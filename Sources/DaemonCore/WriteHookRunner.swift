@@ -18,18 +18,28 @@ public import Mainloop
 /// - At most `maximumRunning` programs run per characteristic; past that `decide`
 ///   answers `unlikely` at once and `written` skips the program (logged).
 /// - `stop()` (the daemon is stopping) sends SIGTERM to the process group of every
-///   program still running: none outlives the daemon.
+///   program still running, including those a runner replaced by a reload started: none
+///   outlives the daemon.
 public final class WriteHookRunner {
     public static let maximumRunning = 4
+    /// Hook programs still running, shared by a runner and the one a reload replaces it with.
+    public final class Programs {
+        fileprivate var children: [Int: ChildProcess] = [:]
+        fileprivate var started = 0
+        public init() {}
+        /// Programs still running.
+        public var count: Int { children.count }
+    }
+
     private let hooks: [String: WriteHook]
     private let loop: EventLoop
     private let logger: Logger
     private var running: [String: Int] = [:]
-    /// Programs still running, by start number.
-    private var children: [Int: ChildProcess] = [:]
-    private var started = 0
+    /// Programs still running, by start number (this runner's and its predecessors').
+    public let programs: Programs
 
-    public init(configuration: Configuration, loop: EventLoop, logger: Logger) {
+    /// `programs`: the previous runner's, when a reload replaces it.
+    public init(configuration: Configuration, loop: EventLoop, logger: Logger, programs: Programs = Programs()) {
         var hooks: [String: WriteHook] = [:]
         for characteristic in configuration.services.flatMap(\.characteristics) {
             if let hook = characteristic.onWrite { hooks[characteristic.id] = hook }
@@ -37,6 +47,7 @@ public final class WriteHookRunner {
         self.hooks = hooks
         self.loop = loop
         self.logger = logger
+        self.programs = programs
     }
 
     /// The hook of `attribute`, nil when it has none.
@@ -101,15 +112,15 @@ public final class WriteHookRunner {
             "GATT_VALUE_HEX": lowercaseHex(bytes), "GATT_OFFSET": "\(offset)", "GATT_ID": id,
             "GATT_UUID": "\(attribute.uuid)", "GATT_DEVICE": device ?? "",
         ]
-        started += 1
-        let number = started
+        programs.started += 1
+        let number = programs.started
         do {
-            children[number] = try ChildProcess.start(
+            programs.children[number] = try ChildProcess.start(
                 argv: hook.argv, environment: environment, stdin: bytes, timeout: .milliseconds(hook.timeoutMs),
                 loop: loop
-            ) { [weak self] finished in
+            ) { [weak self, programs] finished in
                 self?.running[id, default: 1] -= 1
-                self?.children[number] = nil
+                programs.children[number] = nil
                 done(finished.outcome)
             }
         } catch {
@@ -120,13 +131,10 @@ public final class WriteHookRunner {
         return true
     }
 
-    /// Programs still running (all characteristics).
-    public var runningTotal: Int { children.count }
-
     /// SIGTERM to every program still running (each in its own process group); their
     /// outcomes are not waited for.
     public func stop() {
-        for child in children.values.sorted(by: { $0.pid < $1.pid }) {
+        for child in programs.children.values.sorted(by: { $0.pid < $1.pid }) {
             logger.info("stopping write hook", metadata: ["pid": "\(child.pid)"])
             child.terminate()
         }

@@ -123,7 +123,9 @@ final class Daemon {
         application.pacer = NotificationPacer(
             configuration: configuration, clock: .loop(loop), mtu: mtu, logger: logger,
             send: { [unowned application] attribute in application.sendValue(attribute) })
-        application.writeHooks = WriteHookRunner(configuration: configuration, loop: loop, logger: logger)
+        application.writeHooks = WriteHookRunner(
+            configuration: configuration, loop: loop, logger: logger,
+            programs: application.writeHooks?.programs ?? WriteHookRunner.Programs())
     }
 
     static func run(

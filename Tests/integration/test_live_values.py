@@ -8,12 +8,13 @@ Every wait is a stand-in call that returns on the event or fails with a timeout;
 import json
 import os
 import select
+import signal
 import struct
 
 import dbus
 import pytest
 
-from harness import DEVICE, one_by_uuid
+from harness import DEVICE, by_uuid, one_by_uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -189,7 +190,7 @@ def test_hook_gets_the_value_on_stdin_after_the_write(start_gattd, standin, hook
 
 def test_hooks_still_running_are_stopped_with_the_daemon(start_gattd, standin, tmp_path):
     """A hook program (deciding or not) that is still running when gattd stops gets
-    SIGTERM: nothing gattd started outlives it."""
+    SIGTERM, also after a reload replaced the tree: nothing gattd started outlives it."""
     pids = tmp_path / "pids"
     pids.mkdir()
     # each hook writes its pid, then becomes a long sleep (same pid: exec)
@@ -218,6 +219,16 @@ def test_hooks_still_running_are_stopped_with_the_daemon(start_gattd, standin, t
         time.sleep(0.01)
     watched = {name: os.pidfd_open(int((pids / name).read_text())) for name in ("later", "decides")}
     try:
+        # a reload that rebuilds the tree replaces the hook runner: its programs stay known
+        config["services"][0]["characteristics"].append(
+            {"id": "added", "uuid": "12345678-1234-5678-1234-56789abc6203", "flags": ["read"],
+             "value": {"hex": "00"}})
+        config_path.write_text(json.dumps(config))
+        g.child.proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 10
+        while not by_uuid(standin.call("Attributes"), "12345678-1234-5678-1234-56789abc6203"):
+            assert time.monotonic() < deadline, "the reloaded tree was not registered"
+            time.sleep(0.01)
         g.child.stop()  # SIGTERM (the log stays open for the lines read below)
         assert g.child.proc.returncode == 0
         for name, fd in watched.items():
