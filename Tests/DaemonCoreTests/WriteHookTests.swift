@@ -50,7 +50,10 @@ struct WriteHookTests {
             "printf '%s %s %s %s %s %s' \"$GATT_VALUE_HEX\" \"$GATT_ID\" \"$GATT_UUID\" \"$GATT_DEVICE\" \"$GATT_OFFSET\" \"$#\" > \(dir.path)/env; cat > \(dir.path)/stdin"
         )
         let loop = try EventLoop()
-        let (runner, attribute) = try Self.runner([script], decides: false, loop: loop)
+        // Run through /bin/sh rather than exec'ing the fresh file: a child forked meanwhile by a
+        // test running in parallel can still hold the file's write descriptor, and execve of a
+        // file open for writing fails with ETXTBSY.
+        let (runner, attribute) = try Self.runner(["/bin/sh", script], decides: false, loop: loop)
         let value: [UInt8] = [0x27, 0x3B, 0x0A, 0x00, 0xFF]  // ' ; newline NUL
         runner.written(attribute, bytes: value, offset: 0, device: "/org/bluez/hci0/dev_X")
         #expect(runner.runningCount("control") == 1)
