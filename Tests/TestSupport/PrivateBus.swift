@@ -23,8 +23,10 @@ public final class PrivateBus {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, fds[1], 3)
+        // Close the read end first: if pipe() returned it as fd 3, closing it after the dup2
+        // would close the address descriptor itself.
         posix_spawn_file_actions_addclose(&actions, fds[0])
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 3)
         let arguments = ["dbus-daemon", configFile.map { "--config-file=\($0)" } ?? "--session",
                          "--nofork", "--nopidfile", "--print-address=3"]
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
@@ -48,7 +50,14 @@ public final class PrivateBus {
         pid = child
         var text: [UInt8] = []
         var byte: UInt8 = 0
-        while read(fds[0], &byte, 1) == 1, byte != UInt8(ascii: "\n") { text.append(byte) }
+        // A signal with a handler (Foundation's Process watches SIGCHLD in some suites) can
+        // interrupt the read while the daemon is still starting: retry on EINTR.
+        while true {
+            let count = read(fds[0], &byte, 1)
+            if count < 0 && errno == EINTR { continue }
+            guard count == 1, byte != UInt8(ascii: "\n") else { break }
+            text.append(byte)
+        }
         close(fds[0])
         guard !text.isEmpty else {
             kill(child, SIGTERM)
