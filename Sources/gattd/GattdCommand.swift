@@ -9,6 +9,7 @@ struct GattdCommand {
     let options: GattdOptions
 
     static func main() -> Never {
+        StandardDescriptors.ensureOpen()
         let options: GattdOptions
         do throws(GattdOptions.UsageError) {
             options = try GattdOptions.parse(Array(CommandLine.arguments.dropFirst()))

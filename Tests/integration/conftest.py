@@ -29,12 +29,13 @@ def gattd_binary():
 class Gattd:
     """A running gattd; `log_path` holds its stdout and stderr."""
 
-    def __init__(self, private_bus, config, log_path, state_dir, env=None):
+    def __init__(self, private_bus, config, log_path, state_dir, env=None, closed_fds=()):
         self.log = open(log_path, "a")
         self.state_dir = state_dir
         env_extra = {"DBUS_SYSTEM_BUS_ADDRESS": private_bus.address, "STATE_DIRECTORY": state_dir}
         env_extra.update(env or {})
-        self.child = Child([gattd_binary(), "--config", config], env_extra=env_extra, log=self.log)
+        self.child = Child([gattd_binary(), "--config", config], env_extra=env_extra, log=self.log,
+                           closed_fds=closed_fds)
 
     def alive(self):
         return self.child.proc.poll() is None
@@ -46,7 +47,7 @@ class Gattd:
 
 @pytest.fixture
 def start_gattd(private_bus, tmp_path, request):
-    """start_gattd(config_name, state_dir=None, env=None) -> Gattd; skips the test when the
+    """start_gattd(config_name, state_dir=None, env=None, closed_fds=()) -> Gattd; skips the test when the
     binary is absent. The state directory defaults to one per test; `env` adds variables
     (NOTIFY_SOCKET, WATCHDOG_USEC); an absolute config_name is used as it is."""
     binary = gattd_binary()
@@ -55,9 +56,9 @@ def start_gattd(private_bus, tmp_path, request):
     started = []
     log_path = str(tmp_path / "gattd.log")
 
-    def start(config_name, state_dir=None, env=None):
+    def start(config_name, state_dir=None, env=None, closed_fds=()):
         g = Gattd(private_bus, os.path.join(CONFIGS, config_name), log_path,
-                  state_dir or str(tmp_path / "state"), env)
+                  state_dir or str(tmp_path / "state"), env, closed_fds=closed_fds)
         started.append(g)
         return g
 

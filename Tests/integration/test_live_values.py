@@ -188,6 +188,24 @@ def test_hook_gets_the_value_on_stdin_after_the_write(start_gattd, standin, hook
     assert written.read_bytes() == b"log " + DEVICE.encode() + b" " + value
 
 
+def test_started_with_descriptors_0_to_2_closed_it_serves(start_gattd, standin, hook_config):
+    """gattd started with stdin, stdout and stderr closed (a shell's `<&- >&- 2>&-`) puts
+    /dev/null there first: otherwise its D-Bus socket takes one of those numbers, the log
+    is written into it, and the bus drops the connection (gattd died of SIGPIPE)."""
+    config, written = hook_config
+    g = start_gattd(config, closed_fds=(0, 1, 2))
+    standin.call("WaitForApplication", WAIT_MS)
+    log = path_of(standin, "12345678-1234-5678-1234-56789abc6102")
+    standin.call("Write", log, dbus.ByteArray(b"\x01\x02"), dbus.UInt16(0), MTU, DEVICE, False)
+    assert bytes(standin.call("Read", log, dbus.UInt16(0), MTU, DEVICE)) == b"\x01\x02"
+    import time
+    deadline = time.monotonic() + 10
+    while not (written.exists() and written.read_bytes().endswith(b"\x01\x02")):
+        assert time.monotonic() < deadline, "the hook did not get the value on its stdin"
+        time.sleep(0.01)
+    assert g.alive()
+
+
 def test_hooks_still_running_are_stopped_with_the_daemon(start_gattd, standin, tmp_path):
     """A hook program (deciding or not) that is still running when gattd stops gets
     SIGTERM, also after a reload replaced the tree: nothing gattd started outlives it."""

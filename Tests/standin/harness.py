@@ -138,12 +138,17 @@ class Standin:
 class Child:
     """Any helper process whose stdout the test reads line by line."""
 
-    def __init__(self, argv, env_extra=None, log=None, cwd=None):
+    def __init__(self, argv, env_extra=None, log=None, cwd=None, closed_fds=()):
         env = dict(os.environ)
         env.update(env_extra or {})
         env["PYTHONUNBUFFERED"] = "1"
+
+        def close_fds():  # the program starts with these closed, as a shell's `<&- >&- 2>&-` does
+            for fd in closed_fds:
+                os.close(fd)
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     env=env, cwd=cwd, start_new_session=True)
+                                     env=env, cwd=cwd, start_new_session=True,
+                                     preexec_fn=close_fds if closed_fds else None)
         self.out = LineReader(self.proc.stdout, echo_to=log)
 
     def wait_for_line(self, text, timeout=10):
