@@ -18,8 +18,8 @@ public final class BytePropertySignal {
     public let path: ObjectPath
     public let interface: String
     public let property: String
-    private var template: Message?
-    private var templateLength = -1
+    /// The message built for values of `length` bytes.
+    private var template: (message: Message, length: Int)?
     /// Templates built (the first value, and every change of length); for tests.
     public private(set) var templatesBuilt = 0
 
@@ -34,12 +34,15 @@ public final class BytePropertySignal {
 
     /// The signal carrying `bytes`, ready to send (no serial yet).
     public func message(carrying bytes: [UInt8]) -> Message {
-        if bytes.count != templateLength || template == nil {
+        let template: Message
+        if let prepared = self.template, prepared.length == bytes.count {
+            template = prepared.message
+        } else {
             template = build(bytes)
-            templateLength = bytes.count
+            self.template = (template, bytes.count)
             templatesBuilt += 1
         }
-        guard let template, let copy = dbus_message_copy(template.raw) else {
+        guard let copy = dbus_message_copy(template.raw) else {
             preconditionFailure("out of memory copying a D-Bus message")
         }
         let message = Message(taking: copy)

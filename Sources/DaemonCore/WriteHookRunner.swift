@@ -27,8 +27,6 @@ public final class WriteHookRunner {
         fileprivate var children: [Int: ChildProcess] = [:]
         fileprivate var started = 0
         public init() {}
-        /// Programs still running.
-        public var count: Int { children.count }
     }
 
     private let hooks: [String: WriteHook]
