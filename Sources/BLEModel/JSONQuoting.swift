@@ -3,6 +3,13 @@
 /// `text` as a JSON string literal (RFC 8259): quotes, backslashes and control characters
 /// escaped, everything else as is. Used wherever gattd writes JSON (state file, gattctl).
 public func jsonQuoted(_ text: String) -> String {
+    doubleQuoted(text) { $0.value < 0x20 ? "\\u00" + lowercaseHex([UInt8($0.value)]) : nil }
+}
+
+/// `text` in double quotes with `"`, `\`, newline, tab and carriage return escaped as
+/// `\"`, `\\`, `\n`, `\t`, `\r`, and every other character for which `escape` returns a
+/// replacement written as that replacement.
+public func doubleQuoted(_ text: String, escaping escape: (Unicode.Scalar) -> String?) -> String {
     var out = "\""
     for scalar in text.unicodeScalars {
         switch scalar {
@@ -12,8 +19,8 @@ public func jsonQuoted(_ text: String) -> String {
         case "\t": out += "\\t"
         case "\r": out += "\\r"
         default:
-            if scalar.value < 0x20 {
-                out += "\\u00" + lowercaseHex([UInt8(scalar.value)])
+            if let replacement = escape(scalar) {
+                out += replacement
             } else {
                 out.unicodeScalars.append(scalar)
             }

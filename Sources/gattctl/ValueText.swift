@@ -8,39 +8,14 @@ enum ValueText {
     static func hex(_ bytes: [UInt8]) -> String { lowercaseHex(bytes) }
 
     /// The bytes as a string when they are valid UTF-8, else nil.
-    static func utf8(_ bytes: [UInt8]) -> String? {
-        var iterator = bytes.makeIterator()
-        var decoder = UTF8()
-        var text = ""
-        while true {
-            switch decoder.decode(&iterator) {
-            case .scalarValue(let scalar): text.unicodeScalars.append(scalar)
-            case .emptyInput: return text
-            case .error: return nil
-            }
-        }
-    }
+    static func utf8(_ bytes: [UInt8]) -> String? { String(validating: bytes, as: UTF8.self) }
 
     /// A double-quoted rendering for terminals: control characters, quotes and
     /// backslashes escaped (`"\u{0}H"`); `(not UTF-8)` when the bytes are not text.
     static func quoted(_ bytes: [UInt8]) -> String {
         guard let text = utf8(bytes) else { return "(not UTF-8)" }
-        var result = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\t": result += "\\t"
-            case "\r": result += "\\r"
-            default:
-                if scalar.value < 0x20 || scalar.value == 0x7F {
-                    result += "\\u{\(String(scalar.value, radix: 16))}"
-                } else {
-                    result.unicodeScalars.append(scalar)
-                }
-            }
+        return doubleQuoted(text) { scalar in
+            scalar.value < 0x20 || scalar.value == 0x7F ? "\\u{\(String(scalar.value, radix: 16))}" : nil
         }
-        return result + "\""
     }
 }
