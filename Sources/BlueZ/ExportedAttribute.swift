@@ -37,8 +37,8 @@ final class ExportedAttribute: DBusObject {
         }
     }
 
-    /// Emits the attribute's current value as `PropertiesChanged(Value)` (a notification).
-    func notifyValue(on connection: BusConnection) throws(DBusError) {
+    /// Emits `value` as `PropertiesChanged(Value)` (a notification).
+    func notifyValue(_ value: [UInt8], on connection: BusConnection) throws(DBusError) {
         let signal: BytePropertySignal
         if let valueSignal {
             signal = valueSignal
@@ -46,7 +46,7 @@ final class ExportedAttribute: DBusObject {
             signal = try BytePropertySignal(path: path, interface: interfaces[0].name, property: "Value")
             valueSignal = signal
         }
-        try connection.emit(signal, carrying: attribute.value)
+        try connection.emit(signal, carrying: value)
     }
 
     func property(_ name: String, interface: String) -> DBusValue? {

@@ -12,7 +12,7 @@ public import Logging
 /// services that include them (bluetoothd resolves `Includes` against services it has
 /// already created, bluez-contract.md 1.1), each service followed by its
 /// characteristics and their descriptors.
-public final class GattApplication {
+public final class GattApplication: NotificationSink {
     public let rootPath: ObjectPath
     let connection: BusConnection
     private(set) var database: AttributeDatabase
@@ -22,72 +22,41 @@ public final class GattApplication {
     private var exportedPaths: [ObjectPath] = []
     let logger: Logger
 
+    /// Exports the tree of `configuration`, backed by `service`'s database; calls go to
+    /// `service`, and the application becomes its notifier's sink.
     public init(
-        configuration: Configuration, database: AttributeDatabase, connection: BusConnection, logger: Logger
+        configuration: Configuration, service: RequestService, connection: BusConnection, logger: Logger
     ) throws(DBusError) {
         self.rootPath = BlueZNames.applicationRoot
         self.connection = connection
-        self.database = database
+        self.database = service.database
         self.logger = logger
-        self.requests = GattRequestHandler(database: database, logger: logger)
+        self.requests = GattRequestHandler(service: service, logger: logger)
         try build(configuration)
-        observe(database)
+        service.notifier.sink = self
     }
 
     /// Replaces the whole tree (reload): removes every object from the bus, then exports
-    /// the services of `configuration`, backed by `database`. Call it only while the
-    /// application is not registered: bluetoothd removes a registered service on
-    /// `InterfacesRemoved` and ignores `InterfacesAdded` (bluez-contract.md 1.1).
-    /// The trusted sender and the persistence carry over.
-    public func rebuild(configuration: Configuration, database: AttributeDatabase) throws(DBusError) {
+    /// the services of `configuration`, backed by `service`'s (new) database. Call it only
+    /// while the application is not registered: bluetoothd removes a registered service
+    /// on `InterfacesRemoved` and ignores `InterfacesAdded` (bluez-contract.md 1.1).
+    /// The trusted sender carries over.
+    public func rebuild(configuration: Configuration, service: RequestService) throws(DBusError) {
         unexportAll()
         services.removeAll()
         characteristics.removeAll()
         let previous = requests
-        self.database = database
-        requests = GattRequestHandler(database: database, logger: logger)
+        database = service.database
+        requests = GattRequestHandler(service: service, logger: logger)
         requests.trustedSender = previous.trustedSender
-        requests.persistence = previous.persistence
-        requests.mtuTracker = previous.mtuTracker
-        requests.writeHooks = previous.writeHooks
         try build(configuration)
-        observe(database)
-    }
-
-    private func observe(_ database: AttributeDatabase) {
-        database.observeChanges { [unowned self, unowned database] attribute, _ in
-            // A database replaced by a reload is no longer ours to announce.
-            guard database === self.database, attribute.isNotifying else { return }
-            if let pacer = self.pacer { pacer.submit(attribute) } else { self.sendValue(attribute) }
-        }
+        service.notifier.sink = self
     }
 
     /// The unique name of the `org.bluez` owner whose calls are trusted.
     public var trustedSender: String? {
         get { requests.trustedSender }
         set { requests.trustedSender = newValue }
-    }
-
-    /// Where writes wait to be durable before they are acknowledged; nil: reply at once.
-    public var persistence: Persistence? {
-        get { requests.persistence }
-        set { requests.persistence = newValue }
-    }
-
-    /// Spaces notifications per characteristic; nil: every change is sent at once.
-    /// Its `send` should be `sendValue(_:)`.
-    public var pacer: NotificationPacer?
-
-    /// Learns the MTU from the options of reads and writes.
-    public var mtuTracker: MTUTracker? {
-        get { requests.mtuTracker }
-        set { requests.mtuTracker = newValue }
-    }
-
-    /// Runs `onWrite` programs; nil: hooks are not run.
-    public var writeHooks: WriteHookRunner? {
-        get { requests.writeHooks }
-        set { requests.writeHooks = newValue }
     }
 
     public var serviceCount: Int { services.count }
@@ -137,15 +106,16 @@ public final class GattApplication {
 
     /// A subscribed characteristic's new value goes out as PropertiesChanged(Value), which
     /// bluetoothd turns into a notification or indication for every subscribed central.
-    public func sendValue(_ attribute: Attribute) {
-        guard attribute.isNotifying, let object = characteristics[attribute.id] else { return }
+    public func send(_ attribute: Attribute, value: [UInt8]) -> Bool {
+        guard attribute.isNotifying, let object = characteristics[attribute.id] else { return false }
         do {
-            try object.notifyValue(on: connection)
+            try object.notifyValue(value, on: connection)
         } catch {
             logger.error("could not notify", metadata: ["gatt.id": "\(attribute.id)", "error": "\(error)"])
-            return
+            return false
         }
-        logger.debug("notified", metadata: ["gatt.id": "\(attribute.id)", "length": "\(attribute.value.count)"])
+        logger.debug("notified", metadata: ["gatt.id": "\(attribute.id)", "length": "\(value.count)"])
+        return true
     }
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 internal import DBusKit
+internal import DaemonCore
 
 /// The `a{sv}` options bluetoothd sends with `ReadValue`/`WriteValue`
 /// (`append_options` in gatt-database.c, bluez-contract.md 1.2).
@@ -60,6 +61,14 @@ struct GattRequestOptions: Equatable {
         default:
             throw BlueZError.invalidArguments("\(method): unknown option \"\(key)\"")
         }
+    }
+
+    /// The request DaemonCore works with: these options, from a central, answered unless
+    /// the call is flagged NO_REPLY_EXPECTED (a Write Command).
+    func request(_ call: MethodCall) -> AttributeRequest {
+        AttributeRequest(
+            caller: .central, device: device, offset: offset, mtu: mtu, link: link,
+            prepareAuthorize: prepareAuthorize, expectsReply: !call.noReplyExpected)
     }
 
     private static func wrongType(_ method: String, _ key: String, _ signature: String) -> DBusError {

@@ -16,6 +16,9 @@ public enum ControlError: Error, Equatable, Sendable {
     case unknownAdvertisement(String)
     /// The new value or advertising state could not be saved; nothing was changed.
     case notSaved(id: String, reason: String)
+    /// `delivery: "all"`: the characteristic's queue of values not yet notified is full;
+    /// nothing was changed. `ReadyToUpdate(id)` says when there is room again.
+    case queueFull(id: String, capacity: Int)
     /// gattd could not do it for another reason, in plain words.
     case failed(String)
 
@@ -25,6 +28,7 @@ public enum ControlError: Error, Equatable, Sendable {
         public static let invalidValueLength = ControlNames.errorPrefix + "InvalidValueLength"
         public static let unknownAdvertisement = ControlNames.errorPrefix + "UnknownAdvertisement"
         public static let notSaved = ControlNames.errorPrefix + "NotSaved"
+        public static let queueFull = ControlNames.errorPrefix + "QueueFull"
         public static let failed = ControlNames.errorPrefix + "Failed"
     }
 
@@ -34,6 +38,7 @@ public enum ControlError: Error, Equatable, Sendable {
         case .invalidValueLength: Name.invalidValueLength
         case .unknownAdvertisement: Name.unknownAdvertisement
         case .notSaved: Name.notSaved
+        case .queueFull: Name.queueFull
         case .failed: Name.failed
         }
     }
@@ -49,6 +54,8 @@ public enum ControlError: Error, Equatable, Sendable {
             "no advertisement has id \"\(id)\""
         case .notSaved(let id, let reason):
             "\(id) was not changed: the state could not be saved (\(reason))"
+        case .queueFull(let id, let capacity):
+            "\(id) was not changed: its \(capacity) values not yet notified fill its queue; wait for ReadyToUpdate"
         case .failed(let text):
             text
         }

@@ -9,6 +9,8 @@ extension ControlManager {
     /// `ValueWritten` for every accepted write from a central (changed or not), while gattd
     /// owns `org.gattd` and at least one client has called `Subscribe()`.
     func observeDatabase() {
+        guard observedDatabase !== database else { return }
+        observedDatabase = database
         database.observeChanges { [weak self] attribute, origin in
             self?.emit("ValueChanged", attribute, detail: Self.describe(origin))
         }

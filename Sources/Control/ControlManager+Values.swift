@@ -38,8 +38,9 @@ extension ControlManager {
         characteristic(id: id).map(\.value)
     }
 
-    /// Sets the value as a program on the board; replies once the value is durable when
-    /// the characteristic persists (on a failed save the value is back as it was).
+    /// Sets the value as a program on the board through DaemonCore's write pipeline;
+    /// replies once the value is durable when the characteristic persists (on a failed
+    /// save the value is back as it was).
     func setValue(id: String, to bytes: [UInt8], call: MethodCall) {
         let attribute: Attribute
         switch characteristic(id: id) {
@@ -48,26 +49,24 @@ extension ControlManager {
             refuse(call, error)
             return
         }
-        if case .failure = database.set(attribute, to: bytes, origin: .control) {
-            refuse(
-                call,
-                .invalidValueLength(
-                    id: id, length: bytes.count, minimum: attribute.minLength, maximum: attribute.maxLength))
-            return
-        }
-        logger.debug("value set", metadata: ["gatt.id": "\(id)", "length": "\(bytes.count)", "sender": "\(call.sender ?? "?")"])
-        guard let persistence else {
-            call.reply()
-            return
-        }
-        persistence.commit(afterWriteTo: attribute) { [weak self] saved in
-            switch saved {
+        service.set(attribute, to: bytes) { [weak self] outcome in
+            guard let self else { return }
+            switch outcome {
             case .success:
+                logger.debug(
+                    "value set", metadata: ["gatt.id": "\(id)", "length": "\(bytes.count)", "sender": "\(call.sender ?? "?")"])
                 call.reply()
-            case .failure(let error):
-                let refusal = ControlError.notSaved(id: id, reason: "\(error)")
-                self?.lastError = refusal.message
-                self?.refuse(call, refusal)
+            case .failure(.notSaved(let reason)):
+                let refusal = ControlError.notSaved(id: id, reason: reason)
+                lastError = refusal.message
+                refuse(call, refusal)
+            case .failure(.queueFull(let capacity)):
+                refuse(call, .queueFull(id: id, capacity: capacity))
+            case .failure(.refused):
+                refuse(
+                    call,
+                    .invalidValueLength(
+                        id: id, length: bytes.count, minimum: attribute.minLength, maximum: attribute.maxLength))
             }
         }
     }

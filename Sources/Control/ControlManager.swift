@@ -14,9 +14,9 @@ public import Logging
 ///   through is served. The GATT objects keep accepting only `org.bluez`'s owner.
 /// - `start()` exports the object and asks for `org.gattd` without waiting; if the name is
 ///   taken or refused, the object is removed again and gattd serves GATT without it.
-/// - `SetValue` goes through `AttributeDatabase.set(_:to:origin: .control)`, so a
-///   subscribed central is notified by the same path as a value-source tick, and its
-///   reply waits for `Persistence.commit(afterWriteTo:reply:)` as a central's write does.
+/// - `SetValue` goes through `RequestService.set(_:to:completion:)`, DaemonCore's write
+///   pipeline: a subscribed central is notified by the same path as a value-source tick,
+///   and its reply waits for the state file as a central's write does.
 /// - Lives on the loop thread, like everything it touches.
 public final class ControlManager: DBusObject {
     /// Where the claim on `org.gattd` stands.
@@ -30,8 +30,12 @@ public final class ControlManager: DBusObject {
     }
 
     let connection: BusConnection
-    private(set) var database: AttributeDatabase
-    private(set) var persistence: Persistence?
+    /// DaemonCore's request pipeline; its database and persistence are the ones served.
+    let service: RequestService
+    var database: AttributeDatabase { service.database }
+    var persistence: Persistence? { service.persistence }
+    /// The database whose changes are being observed (a reload may replace it).
+    var observedDatabase: AttributeDatabase?
     let advertiser: Advertiser?
     let version: String
     let logger: Logger
@@ -58,26 +62,22 @@ public final class ControlManager: DBusObject {
     var watchers: [String: SignalSubscription] = [:]
 
     public init(
-        configuration: Configuration, database: AttributeDatabase, persistence: Persistence?,
-        advertiser: Advertiser?, connection: BusConnection, version: String, logger: Logger
+        configuration: Configuration, service: RequestService, advertiser: Advertiser?, connection: BusConnection,
+        version: String, logger: Logger
     ) {
         self.connection = connection
-        self.database = database
-        self.persistence = persistence
+        self.service = service
         self.advertiser = advertiser
         self.version = version
         self.logger = logger
         describe(configuration)
     }
 
-    /// A reload replaced the configuration (and, when the GATT tree changed, the database
-    /// and persistence): serve and observe the new ones from now on.
-    public func reconfigure(configuration: Configuration, database: AttributeDatabase, persistence: Persistence?) {
-        let newDatabase = database !== self.database
-        self.database = database
-        self.persistence = persistence
+    /// A reload replaced the configuration (and, when the GATT tree changed, the request
+    /// service's database and persistence): serve and observe the new ones from now on.
+    public func reconfigure(configuration: Configuration) {
         describe(configuration)
-        if newDatabase && nameState != .notStarted { observeDatabase() }
+        if nameState != .notStarted { observeDatabase() }
     }
 
     private func describe(_ configuration: Configuration) {

@@ -35,7 +35,7 @@ public final class NotificationPacer {
     private let clock: PacerClock
     private let mtu: MTUTracker
     private let logger: Logger
-    private let send: (Attribute) -> Void
+    private let send: (Attribute) -> Bool
     private var lanes: [String: Lane] = [:]
     /// Notifications sent.
     public private(set) var sentCount = 0
@@ -44,10 +44,11 @@ public final class NotificationPacer {
     /// Truncation warnings logged (at most one per characteristic).
     public private(set) var truncationWarnings = 0
 
-    /// `send` emits the attribute's current value (PropertiesChanged).
+    /// `send` emits the attribute's current value (PropertiesChanged) and says whether it
+    /// went out; one that did not leaves the slot free.
     public init(
         configuration: Configuration, clock: PacerClock, mtu: MTUTracker, logger: Logger,
-        send: @escaping (Attribute) -> Void
+        send: @escaping (Attribute) -> Bool
     ) {
         var intervals: [String: Duration] = [:]
         for characteristic in configuration.services.flatMap(\.characteristics) {
@@ -91,10 +92,6 @@ public final class NotificationPacer {
 
     private func sendNow(_ attribute: Attribute, _ lane: Lane) {
         guard attribute.isNotifying else { return }  // The last subscriber left meanwhile.
-        let now = clock.now()
-        let interval = interval(for: attribute.id)
-        lane.nextSlot = max((lane.nextSlot ?? now) + interval, now + interval / 2)
-        sentCount += 1
         let limit = mtu.notificationPayload
         if attribute.value.count > limit && !lane.warnedTruncation {
             lane.warnedTruncation = true
@@ -106,6 +103,14 @@ public final class NotificationPacer {
                     "sent": "\(limit)",
                 ])
         }
-        send(attribute)
+        let now = clock.now()
+        let interval = interval(for: attribute.id)
+        let previousSlot = lane.nextSlot
+        lane.nextSlot = max((lane.nextSlot ?? now) + interval, now + interval / 2)
+        guard send(attribute) else {
+            lane.nextSlot = previousSlot
+            return
+        }
+        sentCount += 1
     }
 }

@@ -71,7 +71,7 @@ extension Daemon {
         }
         applyAdvertisements(diff)
         guard diff.needsNewApplication else {
-            control.reconfigure(configuration: new, database: database, persistence: persistence)
+            control.reconfigure(configuration: new)
             for change in diff.initialValues {
                 if let attribute = database[change.id] { database.redefineInitialValue(attribute, to: change.value) }
             }
@@ -124,8 +124,15 @@ extension Daemon {
                 newPersistence.recordAdvertisementEnabled(enabled, id: advertisement.id)
             }
         }
+        service.replace(
+            database: newDatabase, persistence: newPersistence,
+            notifier: Self.makeNotifier(
+                configuration: new, database: newDatabase, mtu: service.mtu, loop: loop, logger: logger),
+            writeHooks: WriteHookRunner(
+                configuration: new, loop: loop, logger: logger,
+                programs: service.writeHooks?.programs ?? WriteHookRunner.Programs()))
         do throws(DBusError) {
-            try application.rebuild(configuration: new, database: newDatabase)
+            try application.rebuild(configuration: new, service: service)
         } catch {
             logger.critical(
                 "cannot export the reloaded application", metadata: ["error": "\(error.name): \(error.message)"])
@@ -133,15 +140,13 @@ extension Daemon {
             loop.stop()
             return
         }
-        application.persistence = newPersistence
-        Self.wireLiveValues(application, configuration: new, loop: loop, logger: logger)
         updates.stop()
         updates = Self.makeUpdates(
             configuration: new, database: newDatabase, persistence: newPersistence, loop: loop, logger: logger)
         updates.start()
         database = newDatabase
         persistence = newPersistence
-        control.reconfigure(configuration: new, database: newDatabase, persistence: newPersistence)
+        control.reconfigure(configuration: new)
         flushState()
     }
 }

@@ -22,6 +22,8 @@ final class Daemon {
     var configuration: Configuration
     let configPath: String
     let stateDirectory: String
+    /// DaemonCore's read/write/notify pipeline; BlueZ and Control call it.
+    let service: RequestService
     let application: GattApplication
     let registrar: BlueZRegistrar
     let advertiser: Advertiser
@@ -64,18 +66,22 @@ final class Daemon {
         persistence = Self.makePersistence(
             configuration: configuration, database: database, directory: stateDirectory, loop: loop, logger: logger)
         persistence.restore(from: StateStore(directory: stateDirectory).load())
+        let mtu = MTUTracker()
+        service = RequestService(
+            database: database, persistence: persistence,
+            notifier: Self.makeNotifier(configuration: configuration, database: database, mtu: mtu, loop: loop, logger: logger),
+            writeHooks: WriteHookRunner(configuration: configuration, loop: loop, logger: logger), mtu: mtu,
+            logger: logger)
         application = try GattApplication(
-            configuration: configuration, database: database, connection: connection, logger: logger)
-        application.persistence = persistence
-        Self.wireLiveValues(application, configuration: configuration, loop: loop, logger: logger)
+            configuration: configuration, service: service, connection: connection, logger: logger)
         updates = Self.makeUpdates(
             configuration: configuration, database: database, persistence: persistence, loop: loop, logger: logger)
         registrar = BlueZRegistrar(
             connection: connection, application: application, preferredAdapter: adapter, loop: loop, logger: logger)
         advertiser = try Advertiser(configuration: configuration, connection: connection, loop: loop, logger: logger)
         control = ControlManager(
-            configuration: configuration, database: database, persistence: persistence, advertiser: advertiser,
-            connection: connection, version: gattdVersion, logger: logger)
+            configuration: configuration, service: service, advertiser: advertiser, connection: connection,
+            version: gattdVersion, logger: logger)
     }
 
     /// The persistence of `database` in `directory`, with its delayed-save timer on `loop`.
@@ -113,19 +119,12 @@ final class Daemon {
             makeSource: UpdateScheduler.daemonSources(loop: loop, persistence: persistence))
     }
 
-    /// Notification pacing, MTU learning and write hooks (issue 4), for `configuration`.
-    /// A reload that rebuilds the tree calls it again; the learned MTU carries over.
-    static func wireLiveValues(
-        _ application: GattApplication, configuration: Configuration, loop: EventLoop, logger: Logger
-    ) {
-        let mtu = application.mtuTracker ?? MTUTracker()
-        application.mtuTracker = mtu
-        application.pacer = NotificationPacer(
-            configuration: configuration, clock: .loop(loop), mtu: mtu, logger: logger,
-            send: { [unowned application] attribute in application.sendValue(attribute) })
-        application.writeHooks = WriteHookRunner(
-            configuration: configuration, loop: loop, logger: logger,
-            programs: application.writeHooks?.programs ?? WriteHookRunner.Programs())
+    /// The notification path of `database`: pacing on the loop, towards the sink the
+    /// application sets. A reload that rebuilds the tree makes a new one; `mtu` carries over.
+    static func makeNotifier(
+        configuration: Configuration, database: AttributeDatabase, mtu: MTUTracker, loop: EventLoop, logger: Logger
+    ) -> Notifier {
+        Notifier(configuration: configuration, database: database, clock: .loop(loop), mtu: mtu, logger: logger)
     }
 
     static func run(
@@ -262,7 +261,7 @@ final class Daemon {
         logger.info("stopping")
         notify { try self.notifier.stopping() }
         updates.stop()
-        application.writeHooks?.stop()
+        service.writeHooks?.stop()
         flushState()
         let deadline = loop.timer(after: .milliseconds(1500)) { [unowned self] in
             self.logger.warning("unregistering took too long; exiting anyway")

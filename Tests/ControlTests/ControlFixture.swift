@@ -33,6 +33,7 @@ final class ControlFixture {
     let database: AttributeDatabase
     let storage = MemoryStorage()
     let persistence: Persistence
+    let service: RequestService
     let advertiser: Advertiser
     let manager: ControlManager
 
@@ -55,9 +56,16 @@ final class ControlFixture {
             persistence.restore(from: .loaded(document))
         }
         advertiser = try Advertiser(configuration: configuration, connection: server, loop: loop, logger: Logger(label: "test"))
+        let mtu = MTUTracker()
+        service = RequestService(
+            database: database, persistence: persistence,
+            notifier: Notifier(
+                configuration: configuration, database: database, clock: .loop(loop), mtu: mtu,
+                logger: Logger(label: "test")),
+            writeHooks: nil, mtu: mtu, logger: Logger(label: "test"))
         manager = ControlManager(
-            configuration: configuration, database: database, persistence: persistence, advertiser: advertiser,
-            connection: server, version: "test-1", logger: Logger(label: "test"))
+            configuration: configuration, service: service, advertiser: advertiser, connection: server,
+            version: "test-1", logger: Logger(label: "test"))
     }
 
     /// Starts the manager and waits until the name claim is settled.

@@ -13,25 +13,27 @@ private let definition = """
 
 @Suite("Notification pacer")
 struct PacerTests {
-    private final class Fixture {
+    /// The notification path as the daemon has it: database -> Notifier -> pacer -> sink.
+    private final class Fixture: NotificationSink {
         let clock = ManualClock()
         let mtu = MTUTracker()
         let database: AttributeDatabase
-        let pacer: NotificationPacer
+        let notifier: Notifier
+        var pacer: NotificationPacer { notifier.pacer }
         var sent: [(id: String, value: [UInt8], at: ContinuousClock.Instant)] = []
 
         init() throws {
             let configuration = try liveConfiguration(definition)
             database = AttributeDatabase(configuration: configuration)
-            var send: ((Attribute) -> Void)?
-            pacer = NotificationPacer(
-                configuration: configuration, clock: clock.clock, mtu: mtu, logger: quietLogger,
-                send: { send?($0) })
-            send = { [unowned self] attribute in self.sent.append((attribute.id, attribute.value, self.clock.now)) }
-            database.observeChanges { [unowned self] attribute, _ in
-                if attribute.isNotifying { self.pacer.submit(attribute) }
-            }
+            notifier = Notifier(
+                configuration: configuration, database: database, clock: clock.clock, mtu: mtu, logger: quietLogger)
+            notifier.sink = self
             for attribute in database.attributes { database.setNotifying(attribute, true) }
+        }
+
+        func send(_ attribute: Attribute, value: [UInt8]) -> Bool {
+            sent.append((attribute.id, value, clock.now))
+            return true
         }
 
         func set(_ id: String, _ value: [UInt8]) {

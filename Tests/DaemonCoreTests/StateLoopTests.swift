@@ -45,13 +45,18 @@ struct StateLoopTests {
     func oneSavePerTurn() throws {
         let loop = try EventLoop()
         let (database, persistence, storage) = try Self.make(loop, delay: .seconds(1))
+        let configuration = try ConfigurationLoader.parse(Array(definition.utf8)).get().configuration
+        let mtu = MTUTracker()
+        let service = RequestService(
+            database: database, persistence: persistence,
+            notifier: Notifier(
+                configuration: configuration, database: database, clock: .loop(loop), mtu: mtu, logger: quietLogger),
+            writeHooks: nil, mtu: mtu, logger: quietLogger)
         var replies = 0
         var savesSeenByReplies: [Int] = []
         let turn = loop.timer(after: .zero) {
             for (id, byte) in [("a", 1), ("b", 2), ("a", 3)] {
-                let attribute = database[id]!
-                database.write(attribute, bytes: [UInt8(byte)], offset: 0)
-                persistence.commit(afterWriteTo: attribute) { result in
+                service.write(database[id]!, bytes: [UInt8(byte)], AttributeRequest()) { result in
                     if case .success = result { replies += 1 }
                     savesSeenByReplies.append(storage.saved.count)
                 }
