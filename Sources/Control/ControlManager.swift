@@ -113,24 +113,21 @@ public final class ControlManager: DBusObject {
     ]
 
     public func handle(_ call: MethodCall) {
-        let arguments: [DBusValue]
+        let request: ControlRequest
         do {
-            arguments = try call.arguments()
+            request = try ControlRequest(member: call.member ?? "", arguments: call.arguments())
         } catch {
             call.fail(error)
             return
         }
-        let id = arguments.first?.asString ?? ""
-        switch call.member ?? "" {
-        case "ListCharacteristics": call.reply([listCharacteristics()])
-        case "GetValue": answer(call, getValue(id: id).map { [.bytes($0)] })
-        case "SetValue": setValue(id: id, to: arguments.count > 1 ? arguments[1].asBytes ?? [] : [], call: call)
-        case "StartAdvertising": setAdvertising(id: id, enabled: true, call: call)
-        case "StopAdvertising": setAdvertising(id: id, enabled: false, call: call)
-        case "GetStatus": call.reply([status()])
-        case "Subscribe": subscribe(call)
-        case "Unsubscribe": unsubscribe(call)
-        default: call.fail(.unknownMethod("no method \(call.member ?? "")"))
+        switch request {
+        case .listCharacteristics: call.reply([listCharacteristics()])
+        case .getValue(let id): answer(call, getValue(id: id).map { [.bytes($0)] })
+        case .setValue(let id, let value): setValue(id: id, to: value, call: call)
+        case .setAdvertising(let id, let enabled): setAdvertising(id: id, enabled: enabled, call: call)
+        case .getStatus: call.reply([status()])
+        case .subscribe: subscribe(call)
+        case .unsubscribe: unsubscribe(call)
         }
     }
 
