@@ -26,7 +26,7 @@ RELEASE_FLAGS := -Xswiftc -Xfrontend -Xswiftc -function-sections \
 	-Xlinker -L$(STATIC_CXX_DIR)
 
 .PHONY: all deps build release bench test test-unit test-integration test-vm vm-prepare check-config check-deb \
-	check-release link-order \
+	check-release link-order fuzz fuzz-build fuzz-smoke \
 	demo demo-standin install deb clean
 
 all: build
@@ -50,7 +50,7 @@ link-order: release
 
 # Everything CI runs: unit tests, config examples, the .deb's contents (not installed),
 # integration against the stand-in bluetoothd, and the real bluetoothd in a guest.
-test: build test-unit check-config check-deb check-release test-integration test-vm
+test: build test-unit check-config check-deb check-release test-integration fuzz-smoke test-vm
 
 test-unit:
 	$(SWIFT) test $(SWIFT_FLAGS)
@@ -103,7 +103,25 @@ demo-standin: build
 	scripts/demo-standin config/example.json
 
 clean:
-	rm -rf .build
+	rm -rf .build .build-fuzz
+
+# Fuzz targets (Fuzz/README.md): libFuzzer with AddressSanitizer, built into .build-fuzz
+# only when asked (GATTD_FUZZ declares them in Package.swift). `make fuzz` runs each for
+# FUZZ_SECONDS and prints inputs run and coverage; `make test` runs each for seconds.
+FUZZ_TARGETS  := FuzzConfiguration FuzzStateFile FuzzDBusMessage
+FUZZ_SECONDS  ?= 60
+FUZZ_FLAGS    := --scratch-path .build-fuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -use-ld=lld
+
+fuzz-build: deps
+	@for target in $(FUZZ_TARGETS); do \
+	  GATTD_FUZZ=1 $(SWIFT) build $(SWIFT_FLAGS) $(FUZZ_FLAGS) --product $$target || exit 1; \
+	done
+
+fuzz: fuzz-build
+	scripts/fuzz --seconds $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-smoke: fuzz-build
+	scripts/fuzz --seconds 5 $(FUZZ_TARGETS)
 
 # Benchmarks (not part of `make test`): BENCHMARKS.md explains the table.
 bench: release

@@ -126,3 +126,20 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Fuzz targets (libFuzzer), declared only when GATTD_FUZZ is set so that `swift build` and
+// `swift test` never build them: `make fuzz` / `make fuzz-smoke` (Fuzz/README.md) set it
+// and build with `-sanitize=fuzzer,address` into .build-fuzz.
+if Context.environment["GATTD_FUZZ"] != nil {
+    func fuzzTarget(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
+        .executableTarget(
+            name: name, dependencies: ["FuzzSupport"] + dependencies, path: "Fuzz/Sources/\(name)",
+            swiftSettings: strict + [.unsafeFlags(["-parse-as-library"])])
+    }
+    package.targets += [
+        .target(name: "FuzzSupport", path: "Fuzz/Sources/FuzzSupport", swiftSettings: strict),
+        fuzzTarget("FuzzConfiguration", ["BLEModel"]),
+        fuzzTarget("FuzzStateFile", ["DaemonCore", "BLEModel", .product(name: "Logging", package: "swift-log")]),
+        fuzzTarget("FuzzDBusMessage", ["DBusKit", "BlueZ", "Control", "CDBus"]),
+    ]
+}

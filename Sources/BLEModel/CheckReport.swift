@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
 
-import BLEModel
-
 /// What `gattd --check` prints for a valid configuration.
-struct CheckReport {
-    let path: String
-    let configuration: Configuration
+public struct CheckReport {
+    public let path: String
+    public let configuration: Configuration
 
-    var text: String {
+    public init(path: String, configuration: Configuration) {
+        self.path = path
+        self.configuration = configuration
+    }
+
+    public var text: String {
         let characteristics = configuration.services.flatMap(\.characteristics)
         let descriptors = characteristics.flatMap(\.descriptors)
         var lines = [
@@ -48,6 +51,6 @@ extension CheckReport {
     }
 }
 
-func plural(_ count: Int, _ noun: String) -> String {
+public func plural(_ count: Int, _ noun: String) -> String {
     "\(count) \(noun)\(count == 1 ? "" : "s")"
 }
