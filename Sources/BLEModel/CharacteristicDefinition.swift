@@ -23,6 +23,13 @@ public struct CharacteristicDefinition: Sendable, Equatable {
     public var notifyIntervalMs: Int?
     /// Program run on each accepted write; only on writable characteristics.
     public var onWrite: WriteHook?
+    /// What notifications do with values produced faster than the pacing (default latest).
+    public var delivery: Delivery
+    /// With `delivery` all: how many values may wait to be notified (default 64).
+    public var queueLength: Int
+    /// Served by a program's handler: its deadline and what happens without one; nil:
+    /// a handler may still claim it, with the defaults of `HandlerDefinition`.
+    public var handler: HandlerDefinition?
     /// JSON path in the file (`services[0].characteristics[1]`); empty when built in code.
     public var sourcePath: String
 
@@ -30,6 +37,7 @@ public struct CharacteristicDefinition: Sendable, Equatable {
         id: String, uuid: BluetoothUUID, flags: [CharacteristicFlag], value: [UInt8] = [], minLength: Int = 0,
         maxLength: Int = 512, descriptors: [DescriptorDefinition] = [], persist: Bool? = nil,
         update: UpdateDefinition? = nil, notifyIntervalMs: Int? = nil, onWrite: WriteHook? = nil,
+        delivery: Delivery = .latest, queueLength: Int = Self.defaultQueueLength, handler: HandlerDefinition? = nil,
         sourcePath: String = ""
     ) {
         self.id = id
@@ -43,6 +51,12 @@ public struct CharacteristicDefinition: Sendable, Equatable {
         self.update = update
         self.notifyIntervalMs = notifyIntervalMs
         self.onWrite = onWrite
+        self.delivery = delivery
+        self.queueLength = queueLength
+        self.handler = handler
         self.sourcePath = sourcePath
     }
+
+    public static let defaultQueueLength = 64
+    public static let queueLengthRange: ClosedRange<Int64> = 1...4096
 }

@@ -144,6 +144,10 @@ extension Configuration {
             context.error(
                 path + ".update", "update needs a readable or notifiable characteristic (flags \"read\", \"notify\" or \"indicate\")")
         }
+        if characteristic.delivery == .all && !flags.allowsNotify && !flags.allowsIndicate {
+            context.error(
+                path + ".delivery", "delivery \"all\" needs a notifiable characteristic (flags \"notify\" or \"indicate\")")
+        }
         if let hook = characteristic.onWrite {
             if !flags.allowsWrite && !flags.allowsWriteWithoutResponse {
                 context.error(path + ".onWrite", "onWrite needs a writable characteristic (flag \"write\")")

@@ -60,6 +60,23 @@ extension ConfigurationDecoder {
             result.notifyIntervalMs = Int(interval)
         }
         if let value = object["onWrite"] { result.onWrite = writeHook(value, object.path("onWrite")) }
+        if let value = object["delivery"], let name = context.string(value, object.path("delivery")) {
+            if let delivery = Delivery(rawValue: name) {
+                result.delivery = delivery
+            } else {
+                let known = Delivery.allCases.map(\.rawValue)
+                context.error(
+                    object.path("delivery"),
+                    "unknown delivery \"\(name)\" (one of \(known.joined(separator: ", ")))"
+                        + EditDistance.hint(for: name, among: known))
+            }
+        }
+        if let value = object["queueLength"],
+            let length = context.integer(value, object.path("queueLength"), in: CharacteristicDefinition.queueLengthRange)
+        {
+            result.queueLength = Int(length)
+        }
+        if let value = object["handler"] { result.handler = handler(value, object.path("handler")) }
         markDamaged(path, since: before)
         if let value = object["descriptors"], let elements = context.array(value, object.path("descriptors")) {
             result.descriptors = elements.enumerated().compactMap {
@@ -85,6 +102,39 @@ extension ConfigurationDecoder {
         }
         result.minLength = length(object, "minLength") ?? 0
         result.maxLength = length(object, "maxLength") ?? Int(Self.maximumValueLength)
+        return result
+    }
+
+    /// `{"timeoutMs": 2000, "fallback": "value" | "error", "error": 128...159 or "0x80"...}`.
+    mutating func handler(_ value: JSONValue, _ path: String) -> HandlerDefinition? {
+        guard let object = context.object(value, path, allowed: Self.handlerKeys) else { return nil }
+        var result = HandlerDefinition()
+        if let value = object["timeoutMs"],
+            let timeout = context.integer(value, object.path("timeoutMs"), in: HandlerDefinition.timeoutRange)
+        {
+            result.timeoutMs = Int(timeout)
+        }
+        var fallbackIsError = false
+        if let value = object["fallback"], let name = context.string(value, object.path("fallback")) {
+            switch name {
+            case "value": break
+            case "error": fallbackIsError = true
+            default:
+                context.error(
+                    object.path("fallback"),
+                    "unknown fallback \"\(name)\" (\"value\": serve the stored value; \"error\": refuse)")
+            }
+        }
+        var code: GATTError = .unlikely
+        if let value = object["error"] {
+            if let number = context.integerOrHexString(value, object.path("error"), in: 0x80...0x9F) {
+                code = .application(UInt8(number))
+            }
+            if !fallbackIsError {
+                context.error(object.path("error"), "\"error\" applies only with \"fallback\": \"error\"")
+            }
+        }
+        if fallbackIsError { result.fallback = .error(code) }
         return result
     }
 

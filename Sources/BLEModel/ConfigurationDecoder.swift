@@ -16,8 +16,9 @@ struct ConfigurationDecoder {
     static let serviceKeys = ["id", "uuid", "primary", "includes", "characteristics"]
     static let characteristicKeys = [
         "id", "uuid", "flags", "value", "minLength", "maxLength", "descriptors", "persist", "update",
-        "notifyIntervalMs", "onWrite",
+        "notifyIntervalMs", "onWrite", "delivery", "queueLength",
     ]
+    static let handlerKeys = ["timeoutMs", "fallback", "error"]
     static let descriptorKeys = ["id", "uuid", "flags", "value", "minLength", "maxLength"]
     /// Longest attribute value (ATT, Core Spec Vol 3 Part F §3.2.9).
     static let maximumValueLength: Int64 = 512

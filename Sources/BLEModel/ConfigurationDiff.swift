@@ -7,8 +7,9 @@
 ///   descriptors added, removed or reordered; a changed UUID, `primary`, `includes`,
 ///   flags or length bounds). bluetoothd ignores `InterfacesAdded` on a registered
 ///   application (bluez-contract.md 1.1), so any of these means registering again.
-/// - `behaviourChanges`: `persist`, `update`, `notifyIntervalMs` or `onWrite` of a
-///   characteristic kept in the tree; they need a new attribute database too.
+/// - `behaviourChanges`: `persist`, `update`, `notifyIntervalMs`, `onWrite`, `delivery`,
+///   `queueLength` or `handler` of a characteristic kept in the tree; they need a new
+///   attribute database too.
 /// - `initialValues`: a configured `value` changed on an attribute kept in the tree;
 ///   applied in place to attributes nobody has written.
 /// - Advertisements are matched by id; `changedAdvertisements` go out as
@@ -158,6 +159,8 @@ extension ConfigurationDiff {
             let same = previous.persist == characteristic.persist && previous.update == characteristic.update
                 && previous.notifyIntervalMs == characteristic.notifyIntervalMs
                 && previous.onWrite == characteristic.onWrite
+                && previous.delivery == characteristic.delivery && previous.queueLength == characteristic.queueLength
+                && previous.handler == characteristic.handler
             return same ? nil : characteristic.id
         }
     }

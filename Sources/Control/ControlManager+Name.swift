@@ -24,6 +24,7 @@ extension ControlManager {
             return
         }
         observeDatabase()
+        observeReadiness()
         nameState = .requesting
         connection.call(
             destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",

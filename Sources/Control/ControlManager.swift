@@ -109,6 +109,7 @@ public final class ControlManager: DBusObject {
             signals: [
                 DBusSignalDescription("ValueWritten", signature: "says"),
                 DBusSignalDescription("ValueChanged", signature: "says"),
+                DBusSignalDescription("ReadyToUpdate", signature: "s"),
             ])
     ]
 
@@ -139,7 +140,10 @@ public final class ControlManager: DBusObject {
     }
 
     func refuse(_ call: MethodCall, _ error: ControlError) {
-        logger.info(
+        // A full queue is back-pressure a streaming program meets all the time, not news.
+        let level: Logger.Level = if case .queueFull = error { .debug } else { .info }
+        logger.log(
+            level: level,
             "control call refused",
             metadata: ["operation": "\(call.member ?? "")", "sender": "\(call.sender ?? "?")", "error": "\(error.message)"])
         call.fail(error.dbusError)

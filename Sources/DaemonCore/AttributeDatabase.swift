@@ -104,21 +104,24 @@ public final class AttributeDatabase {
     }
 
     /// Sets a value from inside the daemon (a timer, the control API, a restored state),
-    /// checked against the same length bounds as a central's write.
+    /// checked against the same length bounds as a central's write. `evenIfUnchanged`:
+    /// observers hear of it even when the value stays the same (a sample of a stream).
     @discardableResult
-    public func set(_ attribute: Attribute, to bytes: [UInt8], origin: ValueChangeOrigin) -> Result<Void, GATTError> {
+    public func set(
+        _ attribute: Attribute, to bytes: [UInt8], origin: ValueChangeOrigin, evenIfUnchanged: Bool = false
+    ) -> Result<Void, GATTError> {
         guard bytes.count <= attribute.maxLength, bytes.count >= attribute.minLength else {
             return .failure(.invalidAttributeValueLength)
         }
-        store(bytes, in: attribute, origin: origin)
+        store(bytes, in: attribute, origin: origin, evenIfUnchanged: evenIfUnchanged)
         return .success(())
     }
 
-    private func store(_ bytes: [UInt8], in attribute: Attribute, origin: ValueChangeOrigin) {
+    private func store(_ bytes: [UInt8], in attribute: Attribute, origin: ValueChangeOrigin, evenIfUnchanged: Bool = false) {
         let changed = bytes != attribute.value
         attribute.value = bytes
         if origin.countsAsWrite { attribute.hasBeenWritten = true }
-        guard changed || origin.forcesNotification else { return }
+        guard changed || evenIfUnchanged || origin.forcesNotification else { return }
         for observer in observers { observer(attribute, origin) }
     }
 

@@ -19,6 +19,9 @@ public import Logging
 /// A control-API `SetValue` checks only the length (a program needs no write flag),
 /// then stores, makes durable and replies the same way. Lives on the loop thread.
 public final class RequestService {
+    /// A characteristic whose `SetValue` was refused for a full queue has room again
+    /// (whichever notifier is current).
+    public var onReadyToUpdate: ((Attribute) -> Void)?
     /// Replaced, with `persistence`, `notifier` and `writeHooks`, by a reload that
     /// rebuilds the GATT tree (`replace(database:persistence:notifier:writeHooks:)`).
     public private(set) var database: AttributeDatabase
@@ -42,6 +45,11 @@ public final class RequestService {
         self.writeHooks = writeHooks
         self.mtu = mtu
         self.logger = logger
+        forwardReady(notifier)
+    }
+
+    private func forwardReady(_ notifier: Notifier) {
+        notifier.onReady = { [weak self] attribute in self?.onReadyToUpdate?(attribute) }
     }
 
     /// A reload rebuilt the tree: serve the new database from now on.
@@ -52,6 +60,7 @@ public final class RequestService {
         self.persistence = persistence
         self.notifier = notifier
         self.writeHooks = writeHooks
+        forwardReady(notifier)
     }
 
     // MARK: - Reads
@@ -120,14 +129,18 @@ public final class RequestService {
         _ attribute: Attribute, _ bytes: [UInt8], _ request: AttributeRequest, runHook: Bool,
         completion: @escaping WriteCompletion
     ) {
-        if let capacity = notifier.queueCapacity(attribute), !notifier.hasRoom(attribute) {
-            completion(.failure(.queueFull(capacity: capacity)))
+        if request.caller == .control, !notifier.admits(attribute) {
+            completion(.failure(.queueFull(capacity: notifier.queueCapacity(attribute) ?? 0)))
             return
         }
         let stored: Result<Void, GATTError> =
             switch request.caller {
             case .central: database.write(attribute, bytes: bytes, offset: request.offset, origin: request.origin)
-            case .control: database.set(attribute, to: bytes, origin: request.origin)
+            case .control:
+                // With delivery "all" each value is a sample, equal to the last or not.
+                database.set(
+                    attribute, to: bytes, origin: request.origin,
+                    evenIfUnchanged: notifier.queueCapacity(attribute) != nil)
             }
         if case .failure(let error) = stored {
             completion(.failure(.refused(error)))

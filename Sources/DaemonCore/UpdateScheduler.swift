@@ -26,9 +26,11 @@ public final class UpdateScheduler {
         self.timers = timers
         for characteristic in configuration.services.flatMap(\.characteristics) {
             guard let update = characteristic.update, let attribute = database[characteristic.id] else { continue }
-            updaters[characteristic.id] = ValueUpdater(
+            let updater = ValueUpdater(
                 attribute: attribute, definition: update, source: makeSource(characteristic.id, update.source),
                 database: database, logger: logger)
+            updater.hasRoom = { [weak self] in self?.hasRoom?($0) ?? true }
+            updaters[characteristic.id] = updater
         }
         database.observeSubscriptions { [weak self] attribute in self?.subscriptionChanged(attribute) }
     }
@@ -68,6 +70,10 @@ public final class UpdateScheduler {
     }
 
     /// Timers currently running.
+    /// Whether a characteristic's notification queue (`delivery: "all"`) takes another
+    /// value; a tick that finds it full is skipped, so a source loses no reading.
+    public var hasRoom: ((Attribute) -> Bool)?
+
     public var runningCount: Int { updaters.values.filter(\.isRunning).count }
 
     private func subscriptionChanged(_ attribute: Attribute) {

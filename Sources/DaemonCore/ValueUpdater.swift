@@ -6,7 +6,8 @@ public import Logging
 /// The timed update of one characteristic: on each tick asks its source for a reading,
 /// renders it through `encode` and sets the value with origin `.timer`.
 ///
-/// - A tick that finds the source busy (a command still running) is skipped and counted.
+/// - A tick that finds the source busy (a command still running), or the
+///   characteristic's notification queue full (`delivery: "all"`), is skipped and counted.
 /// - A failed reading, a rendering error (number out of the slot's range) or a value
 ///   outside the characteristic's `minLength...maxLength` keeps the current value; each
 ///   kind of failure is logged once (`FailureLog`), and the recovery once.
@@ -25,6 +26,8 @@ public final class ValueUpdater {
     public private(set) var skippedTicks = 0
     /// Values set successfully.
     public private(set) var updates = 0
+    /// Whether the characteristic's notification queue takes another value.
+    public var hasRoom: ((Attribute) -> Bool)?
 
     public init(
         attribute: Attribute, definition: UpdateDefinition, source: any ValueSource, database: AttributeDatabase,
@@ -62,7 +65,7 @@ public final class ValueUpdater {
 
     /// One tick; the timer calls it.
     public func tick() {
-        guard !source.isBusy else {
+        guard !source.isBusy, hasRoom?(attribute) ?? true else {
             skippedTicks += 1
             return
         }

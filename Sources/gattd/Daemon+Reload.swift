@@ -143,6 +143,7 @@ extension Daemon {
         updates.stop()
         updates = Self.makeUpdates(
             configuration: new, database: newDatabase, persistence: newPersistence, loop: loop, logger: logger)
+        updates.hasRoom = { [unowned service] in service.notifier.hasRoom($0) }
         updates.start()
         database = newDatabase
         persistence = newPersistence

@@ -76,6 +76,7 @@ final class Daemon {
             configuration: configuration, service: service, connection: connection, logger: logger)
         updates = Self.makeUpdates(
             configuration: configuration, database: database, persistence: persistence, loop: loop, logger: logger)
+        updates.hasRoom = { [unowned service] in service.notifier.hasRoom($0) }
         registrar = BlueZRegistrar(
             connection: connection, application: application, preferredAdapter: adapter, loop: loop, logger: logger)
         advertiser = try Advertiser(configuration: configuration, connection: connection, loop: loop, logger: logger)

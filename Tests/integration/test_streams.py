@@ -1,0 +1,68 @@
+# SPDX-License-Identifier: MIT
+"""Streams without loss: `delivery: "all"`, QueueFull and ReadyToUpdate (issue 13 item 4).
+
+examples/stream.py is the producer: it calls SetValue as fast as gattd answers, waits for
+ReadyToUpdate after QueueFull, and goes on with the refused sample. The stand-in
+bluetoothd plays the subscribed central and records every notification.
+"""
+
+import os
+import struct
+import subprocess
+
+import dbus
+
+from conftest import REPO
+from harness import DEVICE, one_by_uuid
+
+SAMPLES = "12345678-1234-5678-1234-56789abc7001"
+EXAMPLE = os.path.join(REPO, "examples", "stream.py")
+CONFIG = os.path.join(REPO, "examples", "stream.json")
+
+
+def test_delivery_all_at_1khz_for_10s_loses_no_sample(start_gattd, standin, private_bus):
+    g = start_gattd(CONFIG)
+    standin.call("WaitForApplication", dbus.UInt32(10000))
+    assert g.child.wait_for_line("control API ready", 10)
+    path = one_by_uuid(standin.call("Attributes"), SAMPLES)["path"]
+    standin.call("Subscribe", path, DEVICE)
+    count = 10000  # notifyIntervalMs 1: at most 1,000 per second, so at least 10 s
+    producer = subprocess.run(
+        ["/usr/bin/python3", EXAMPLE, "--id", "samples", "--count", str(count)],
+        env=dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=private_bus.address),
+        capture_output=True, text=True, timeout=120)
+    assert producer.returncode == 0, producer.stderr
+    sent, refused = [int(w) for w in producer.stdout.split() if w.isdigit()][:2]
+    assert sent == count
+    assert refused > 0, "the producer outran the 1 kHz pacing, so the queue must have filled"
+    values = standin.call("WaitForNotifications", path, dbus.UInt32(count), dbus.UInt32(60000), timeout=90)
+    sequence = [struct.unpack("<IH", bytes(v))[0] for v in values]
+    assert sequence == list(range(count)), "lost or reordered: first gap at %s" % next(
+        (i for i, s in enumerate(sequence) if s != i), None)
+
+
+def test_queue_full_refuses_with_a_clear_error_and_stores_nothing(start_gattd, standin, private_bus):
+    g = start_gattd(CONFIG)
+    standin.call("WaitForApplication", dbus.UInt32(10000))
+    assert g.child.wait_for_line("control API ready", 10)
+    path = one_by_uuid(standin.call("Attributes"), SAMPLES)["path"]
+    standin.call("Subscribe", path, DEVICE)
+    bus = dbus.bus.BusConnection(private_bus.address)
+    manager = dbus.Interface(bus.get_object("org.gattd", "/org/gattd"), "org.gattd.Manager1")
+    error = None
+    stored = []
+    for n in range(2000):  # the queue holds 64; one SetValue per round trip outruns 1 kHz
+        value = dbus.ByteArray(struct.pack("<IH", n, 0))
+        try:
+            manager.SetValue("samples", value)
+            stored.append(n)
+        except dbus.DBusException as e:
+            error = e
+            break
+    assert error is not None, "2000 values never filled a queue of 64"
+    assert error.get_dbus_name() == "org.gattd.Error.QueueFull"
+    assert "samples was not changed" in error.get_dbus_message()
+    assert "wait for ReadyToUpdate" in error.get_dbus_message()
+    current = bytes(manager.GetValue("samples"))
+    assert struct.unpack("<IH", current)[0] == stored[-1], "the refused value must not be stored"
+    bus.close()
