@@ -44,6 +44,11 @@ public final class BlueZRegistrar {
     private var adapterPath: ObjectPath?
     private var retryTimer: LoopTimer?
     private var retryDelay: Duration = .seconds(1)
+    /// The generation of the `RegisterApplication` call awaiting its reply, if any.
+    private var registrationInFlight: Int?
+    /// Tree swaps asked for while a `RegisterApplication` was in flight; they run once its
+    /// reply is in (see `replaceApplication`).
+    private var queuedRebuilds: [() -> Void] = []
 
     public init(
         connection: BusConnection, application: GattApplication, preferredAdapter: String?,
@@ -111,6 +116,7 @@ public final class BlueZRegistrar {
         application.trustedSender = owner
         adapterPath = nil
         retryTimer?.cancel()
+        runQueuedRebuilds()
         logger.info("org.bluez is on the bus", metadata: ["bluez.owner": "\(owner)"])
         state = .discovering
         findAdapter()
@@ -124,6 +130,7 @@ public final class BlueZRegistrar {
         retryTimer?.cancel()
         logger.warning("org.bluez left the bus; registering again when it returns")
         onAdapterChange?(nil, nil)
+        runQueuedRebuilds()
         state = .waitingForBlueZ
     }
 
@@ -191,6 +198,7 @@ public final class BlueZRegistrar {
         retryTimer?.cancel()
         logger.warning("adapter disappeared; registering again when it returns", metadata: ["bluez.path": "\(path)"])
         onAdapterChange?(nil, nil)
+        runQueuedRebuilds()
         state = .waitingForAdapter(preferredAdapter)
     }
 
@@ -200,12 +208,23 @@ public final class BlueZRegistrar {
         guard let adapterPath, let name = adapterName else { return }
         let attempt = generation
         state = .registering(adapter: name)
+        registrationInFlight = attempt
         connection.call(
             destination: BlueZNames.service, path: adapterPath, interface: BlueZNames.gattManager,
             member: "RegisterApplication",
             arguments: [.objectPath(application.rootPath), .variantDictionary([])]
         ) { [unowned self] result in
+            if self.registrationInFlight == attempt { self.registrationInFlight = nil }
             guard attempt == self.generation else { return }
+            if !self.queuedRebuilds.isEmpty {
+                // A reload came while bluetoothd was reading the old tree: whatever it
+                // answered, it holds that tree (or none). Swap it now, as replaceApplication
+                // would have: unregister, rebuild, register once.
+                let rebuilds = self.queuedRebuilds
+                self.queuedRebuilds.removeAll()
+                self.replaceApplication { for rebuild in rebuilds { rebuild() } }
+                return
+            }
             switch result {
             case .success:
                 self.registered(adapter: name)
@@ -247,9 +266,19 @@ public final class BlueZRegistrar {
     /// 1.1), so a changed tree needs this round trip; it sends Service Changed to
     /// connected centrals. When nothing is registered (no bluetoothd, no adapter yet)
     /// `rebuild` runs at once and the next registration uses the new tree.
+    ///
+    /// While a `RegisterApplication` is in flight, bluetoothd may already have read the
+    /// old tree through `GetManagedObjects`; unregistering and registering again then
+    /// would race with its answer (it could end holding the old tree, or two
+    /// registrations). So the swap waits for that answer and then runs as above.
     public func replaceApplication(_ rebuild: @escaping () -> Void) {
         guard let adapterPath, let name = adapterName else {
+            runQueuedRebuilds()
             rebuild()
+            return
+        }
+        if registrationInFlight == generation {
+            queuedRebuilds.append(rebuild)
             return
         }
         let wasRegistered: Bool
@@ -281,6 +310,14 @@ public final class BlueZRegistrar {
             guard attempt == self.generation else { return }
             self.register()
         }
+    }
+
+    /// Nothing is registered any more (bluetoothd or the adapter left): the swaps waiting
+    /// for a registration's answer apply at once, and the next registration uses the tree.
+    private func runQueuedRebuilds() {
+        let rebuilds = queuedRebuilds
+        queuedRebuilds.removeAll()
+        for rebuild in rebuilds { rebuild() }
     }
 
     /// Unregisters (best effort, bounded) and then calls `completion`.

@@ -78,6 +78,26 @@ class ControlObject(dbus.service.Object):
         _waiter(self.d, self.d.gatt.listeners, timeout_ms, ready, reply, error,
                 "%d applications" % count)
 
+    @dbus.service.method(IFACE, in_signature="u", out_signature="")
+    def SetRegistrationReplyDelay(self, delay_ms):
+        """Hold each RegisterApplication reply delay_ms after reading the tree (0 = off)."""
+        self.d.gatt.reply_delay_ms = int(delay_ms)
+
+    @dbus.service.method(IFACE, in_signature="u", out_signature="", **ASYNC)
+    def WaitForHeldRegistration(self, timeout_ms, reply, error):
+        """Returns once a registration has read the tree and its reply is being held."""
+        _waiter(self.d, self.d.gatt.listeners, timeout_ms,
+                lambda: True if self.d.gatt.delayed else None, lambda _: reply(), error,
+                "a held registration")
+
+    @dbus.service.method(IFACE, in_signature="u", out_signature="a(so)", **ASYNC)
+    def WaitForRegistrationsDone(self, timeout_ms, reply, error):
+        """Returns the applications once no registration is pending or held."""
+        def ready():
+            gatt = self.d.gatt
+            return None if gatt.pending or gatt.delayed else self._apps()
+        _waiter(self.d, self.d.gatt.listeners, timeout_ms, ready, reply, error, "registrations to finish")
+
     @dbus.service.method(IFACE, out_signature="aa{sv}")
     def Attributes(self):
         return dbus.Array([a.as_dict() for app in self.d.gatt.apps.values() for a in app.attributes()],

@@ -10,6 +10,7 @@ InterfacesRemoved for a service path removes that service.
 import time
 
 import dbus
+from gi.repository import GLib
 
 import gatt_app
 from bluez_objects import bluez_error
@@ -46,6 +47,8 @@ class GattManager:
         self.notifications = {}      # chrc path -> [Notification]
         self.subscribers = {}        # chrc path -> set(device)
         self.listeners = []          # callables(event, app_or_path)
+        self.reply_delay_ms = 0      # test knob: hold RegisterApplication's reply this long
+        self.delayed = set()         # registrations whose objects are in, reply held back
 
     # -- registration -------------------------------------------------------------
 
@@ -62,7 +65,25 @@ class GattManager:
         self.daemon.log("RegisterApplication %s %s on %s: GetManagedObjects" % (sender, path, adapter.name))
 
         def on_objects(objects):
-            self._finish(adapter, sender, path, objects, reply, error)
+            if not self.reply_delay_ms:
+                self._finish(adapter, sender, path, objects, reply, error)
+                return
+            # bluetoothd busy between reading the tree and answering: the window in which
+            # a client's reload races with its own registration.
+            self.delayed.add(key)
+            self.daemon.log("RegisterApplication %s %s: objects read, reply held %d ms"
+                            % (sender, path, self.reply_delay_ms))
+
+            def later():
+                self.delayed.discard(key)
+                self._finish(adapter, sender, path, objects, reply, error)
+                if key not in self.apps:      # refused or dropped meanwhile: waiters see it too
+                    for listener in list(self.listeners):
+                        listener("settled", None)
+                return False
+            GLib.timeout_add(self.reply_delay_ms, later)
+            for listener in list(self.listeners):
+                listener("delayed", None)
 
         def on_error(exc):
             # gdbus goes on to "ready" with no proxies: "No object received".
