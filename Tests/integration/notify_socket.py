@@ -3,13 +3,16 @@
 
 gattd gets NOTIFY_SOCKET=@<name> (the abstract namespace, so no path length limit
 and nothing to clean up). Every datagram is kept, in arrival order, as a Message
-(its KEY=VALUE assignments plus the CLOCK_MONOTONIC time it was read); waits are
-select() with a deadline, never sleeps.
+(its KEY=VALUE assignments plus the CLOCK_MONOTONIC time it was read). A thread
+reads the socket as datagrams arrive, as systemd does: a Unix datagram socket holds
+only a few unread datagrams (net.unix.max_dgram_qlen), and gattd's sd_notify blocks
+when they are not read. Waits are on a condition with a deadline, never sleeps.
 """
 
 import os
 import select
 import socket
+import threading
 import time
 import uuid
 
@@ -37,19 +40,25 @@ class NotifySocket:
         self.sock.bind("\0" + self.name)
         self.messages = []
         self.cursor = 0
+        self.changed = threading.Condition()
+        self.stop_r, self.stop_w = os.pipe()
+        self.reader = threading.Thread(target=self._read, name="NotifySocket", daemon=True)
+        self.reader.start()
 
     def env(self, **extra):
         env = {"NOTIFY_SOCKET": "@" + self.name}
         env.update(extra)
         return env
 
-    def _receive(self, timeout):
-        ready, _, _ = select.select([self.sock], [], [], max(timeout, 0))
-        if not ready:
-            return False
-        data = self.sock.recv(65536)
-        self.messages.append(Message(data, time.monotonic_ns() // 1000))
-        return True
+    def _read(self):
+        while True:
+            ready, _, _ = select.select([self.sock, self.stop_r], [], [])
+            if self.stop_r in ready:
+                return
+            data = self.sock.recv(65536)
+            with self.changed:
+                self.messages.append(Message(data, time.monotonic_ns() // 1000))
+                self.changed.notify_all()
 
     def wait_for(self, predicate, timeout):
         """The next message (after the previous match) for which predicate is true, or None.
@@ -57,14 +66,17 @@ class NotifySocket:
         Messages before it stay in `messages` for order checks; the cursor moves past it.
         """
         deadline = time.monotonic() + timeout
-        while True:
-            for index in range(self.cursor, len(self.messages)):
-                if predicate(self.messages[index]):
-                    self.cursor = index + 1
-                    return self.messages[index]
-            self.cursor = len(self.messages)
-            if not self._receive(deadline - time.monotonic()):
-                return None
+        with self.changed:
+            while True:
+                for index in range(self.cursor, len(self.messages)):
+                    if predicate(self.messages[index]):
+                        self.cursor = index + 1
+                        return self.messages[index]
+                self.cursor = len(self.messages)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                self.changed.wait(remaining)
 
     def wait_key(self, key, value="1", timeout=10):
         return self.wait_for(lambda m: m.get(key) == value, timeout)
@@ -73,9 +85,12 @@ class NotifySocket:
         return next(i for i, m in enumerate(self.messages) if m is message)
 
     def drain(self, timeout=0.0):
-        """Reads whatever arrives within `timeout` (0: only what is queued now)."""
-        while self._receive(timeout):
-            pass
+        """Waits `timeout` for more messages (0: takes only what has arrived)."""
+        self.wait_for(lambda m: False, timeout)
 
     def close(self):
+        os.write(self.stop_w, b"x")
+        self.reader.join(5)
         self.sock.close()
+        os.close(self.stop_r)
+        os.close(self.stop_w)

@@ -71,7 +71,7 @@ def start(start_gattd, standin, state_dir, previous_owner=None):
 def kill(g):
     g.child.proc.send_signal(signal.SIGKILL)
     g.child.proc.wait(10)
-    g.child.proc.stdout.close()  # hundreds of trials must not run out of descriptors
+    # The child's reader closes the pipe at end of file, so hundreds of trials keep no descriptors.
 
 
 def state_file(state_dir):

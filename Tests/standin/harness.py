@@ -9,6 +9,7 @@ import os
 import select
 import signal
 import subprocess
+import threading
 import time
 
 import dbus
@@ -25,49 +26,67 @@ DEVICE2 = "/org/bluez/hci0/dev_66_77_88_99_AA_BB"
 
 
 class LineReader:
-    """Reads a child's pipe line by line, waiting with select() and a deadline."""
+    """Reads a child's pipe line by line on a thread of its own, so a chatty child never
+    blocks on a full pipe; `wait_for` waits for a matching line with a deadline."""
 
     def __init__(self, pipe, echo_to=None):
+        self.pipe = pipe
         self.fd = pipe.fileno()
-        self.buf = b""
         self.lines = []
         self.echo_to = echo_to
+        self.closed = False
+        self.changed = threading.Condition()
+        threading.Thread(target=self._read, name="LineReader-%d" % self.fd, daemon=True).start()
+
+    def _read(self):
+        buf = b""
+        while True:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            buf += chunk
+            if b"\n" not in buf:
+                continue
+            *complete, buf = buf.split(b"\n")
+            lines = [raw.decode(errors="replace") for raw in complete]
+            self._echo(lines)
+            with self.changed:
+                self.lines.extend(lines)
+                self.changed.notify_all()
+        self.pipe.close()       # the child is gone: hundreds of restarts must not run out of fds
+        tail = [buf.decode(errors="replace")] if buf else []
+        self._echo(tail)
+        with self.changed:
+            self.lines.extend(tail)
+            self.closed = True
+            self.changed.notify_all()
+
+    def _echo(self, lines):
+        if self.echo_to is None or not lines:
+            return
+        try:
+            self.echo_to.write("".join(line + "\n" for line in lines))
+            self.echo_to.flush()
+        except ValueError:      # the log was closed: the test is over
+            pass
 
     def wait_for(self, predicate, timeout):
         """Return the first line (old or new) for which predicate is true, or None."""
-        for line in self.lines:
-            if predicate(line):
-                return line
         deadline = time.monotonic() + timeout
-        while True:
-            # Complete lines left over from the last read come first: a chunk can hold
-            # several lines, and the call that read it may have returned at the first.
-            line = self._next_buffered(predicate)
-            if line is not None:
-                return line
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            ready, _, _ = select.select([self.fd], [], [], remaining)
-            if not ready:
-                return None
-            chunk = os.read(self.fd, 65536)
-            if not chunk:
-                return self._next_buffered(predicate)
-            self.buf += chunk
-
-    def _next_buffered(self, predicate):
-        """Moves complete lines from the buffer to `lines`; the first matching one, or None."""
-        while b"\n" in self.buf:
-            raw, self.buf = self.buf.split(b"\n", 1)
-            line = raw.decode(errors="replace")
-            self.lines.append(line)
-            if self.echo_to is not None:
-                self.echo_to.write(line + "\n")
-                self.echo_to.flush()
-            if predicate(line):
-                return line
-        return None
+        checked = 0
+        with self.changed:
+            while True:
+                for line in self.lines[checked:]:
+                    if predicate(line):
+                        return line
+                checked = len(self.lines)
+                remaining = deadline - time.monotonic()
+                if self.closed or remaining <= 0:
+                    return None
+                self.changed.wait(remaining)
 
 
 class PrivateBus:
