@@ -3,8 +3,9 @@
 // The state file: fuzzed bytes go through `StateDocument(decoding:)` and, when they decode,
 // through `Persistence.restore` into a fixed database. Checked on every input:
 // - a decoded document encodes to bytes that decode to the same document;
-// - restore sets exactly the saved values it does not drop (with a reason), and every
-//   attribute the document does not restore keeps its defined value.
+// - every attribute restore changes takes the saved value of its own kind, every saved
+//   value is either restored or dropped with a reason, and nothing is dropped that the
+//   file does not hold (the same id may be in several sections).
 import FuzzSupport
 import BLEModel
 import DaemonCore
@@ -69,18 +70,25 @@ func fuzzStateFile(_ bytes: [UInt8]) -> Int32 {
     let persistence = Persistence(
         configuration: configuration, database: database, storage: NoStorage(),
         scheduling: PersistenceScheduling(afterIteration: { $0() }, after: { _, job in job() }), logger: quiet)
-    let dropped = Set(persistence.restore(from: .loaded(document)).map(\.id))
-    for attribute in database.attributes {
+    let dropped = persistence.restore(from: .loaded(document)).map(\.id)
+    // Every attribute that changed took a saved value of its own kind...
+    for attribute in database.attributes where attribute.value != attribute.initialValue {
         let saved = attribute.isCharacteristic ? document.characteristics[attribute.id] : document.descriptors[attribute.id]
-        if let saved, !dropped.contains(attribute.id) {
-            precondition(attribute.value == saved.value, "\(attribute.id): restored value differs from the saved one")
-        } else {
-            precondition(attribute.value == attribute.initialValue, "\(attribute.id): changed without being restored")
+        precondition(saved?.value == attribute.value, "\(attribute.id): changed without being restored")
+    }
+    // ...and every saved value was either restored or dropped with a reason.
+    for (entries, asCharacteristic) in [(document.characteristics, true), (document.descriptors, false)] {
+        for (id, saved) in entries {
+            let restored = database[id].map { $0.isCharacteristic == asCharacteristic && $0.value == saved.value } ?? false
+            precondition(restored || dropped.contains(id), "\(id): neither restored nor dropped")
         }
     }
-    let restoredIDs = Set(document.characteristics.keys).union(document.descriptors.keys)
-    for id in dropped where !restoredIDs.contains(id) {
-        precondition(document.sources[id] != nil || document.advertisements[id] != nil, "\(id): dropped but not in the file")
+    for id in dropped {
+        let entries = [
+            document.characteristics[id] != nil, document.descriptors[id] != nil,
+            document.sources[id] != nil, document.advertisements[id] != nil,
+        ]
+        precondition(dropped.filter { $0 == id }.count <= entries.filter { $0 }.count, "\(id): dropped more often than saved")
     }
     return 0
 }
