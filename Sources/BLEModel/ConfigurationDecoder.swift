@@ -16,7 +16,7 @@ struct ConfigurationDecoder {
     static let serviceKeys = ["id", "uuid", "primary", "includes", "characteristics"]
     static let characteristicKeys = [
         "id", "uuid", "flags", "value", "minLength", "maxLength", "descriptors", "persist", "update",
-        "notifyIntervalMs", "onWrite", "delivery", "queueLength",
+        "notifyIntervalMs", "onWrite", "delivery", "queueLength", "handler",
     ]
     static let handlerKeys = ["timeoutMs", "fallback", "error"]
     static let descriptorKeys = ["id", "uuid", "flags", "value", "minLength", "maxLength"]

@@ -61,6 +61,18 @@ final class GattRequestHandler {
     private func read(_ call: MethodCall, _ attribute: Attribute) throws(DBusError) {
         let request = try GattRequestOptions(call, argument: 0, method: "ReadValue").request(call)
         switch service.read(attribute, request) {
+        case .now(let result):
+            answer(call, attribute, request, result)
+        case .later(let pending):
+            pending.whenDone { [self] result in answer(call, attribute, request, result) }
+        }
+    }
+
+    private func answer(
+        _ call: MethodCall, _ attribute: Attribute, _ request: AttributeRequest,
+        _ result: Result<ArraySlice<UInt8>, GATTError>
+    ) {
+        switch result {
         case .success(let bytes):
             logger.debug(
                 "read",

@@ -19,6 +19,10 @@ public enum ControlError: Error, Equatable, Sendable {
     /// `delivery: "all"`: the characteristic's queue of values not yet notified is full;
     /// nothing was changed. `ReadyToUpdate(id)` says when there is room again.
     case queueFull(id: String, capacity: Int)
+    /// Another program's handler already serves this attribute.
+    case alreadyClaimed(id: String, by: String)
+    /// `UnregisterHandler` for an object the caller never registered.
+    case notRegistered(String)
     /// gattd could not do it for another reason, in plain words.
     case failed(String)
 
@@ -29,6 +33,8 @@ public enum ControlError: Error, Equatable, Sendable {
         public static let unknownAdvertisement = ControlNames.errorPrefix + "UnknownAdvertisement"
         public static let notSaved = ControlNames.errorPrefix + "NotSaved"
         public static let queueFull = ControlNames.errorPrefix + "QueueFull"
+        public static let alreadyClaimed = ControlNames.errorPrefix + "AlreadyClaimed"
+        public static let notRegistered = ControlNames.errorPrefix + "NotRegistered"
         public static let failed = ControlNames.errorPrefix + "Failed"
     }
 
@@ -39,6 +45,8 @@ public enum ControlError: Error, Equatable, Sendable {
         case .unknownAdvertisement: Name.unknownAdvertisement
         case .notSaved: Name.notSaved
         case .queueFull: Name.queueFull
+        case .alreadyClaimed: Name.alreadyClaimed
+        case .notRegistered: Name.notRegistered
         case .failed: Name.failed
         }
     }
@@ -56,6 +64,10 @@ public enum ControlError: Error, Equatable, Sendable {
             "\(id) was not changed: the state could not be saved (\(reason))"
         case .queueFull(let id, let capacity):
             "\(id) was not changed: its \(capacity) values not yet notified fill its queue; wait for ReadyToUpdate"
+        case .alreadyClaimed(let id, let holder):
+            "\(id) is already served by the handler \(holder)"
+        case .notRegistered(let name):
+            "no handler \(name) is registered by this caller"
         case .failed(let text):
             text
         }

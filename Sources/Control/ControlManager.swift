@@ -60,6 +60,9 @@ public final class ControlManager: DBusObject {
     /// Clients that called `Subscribe()`, each with the watch that forgets it when it
     /// leaves the bus. Signals are emitted only while this is not empty.
     var watchers: [String: SignalSubscription] = [:]
+    /// Programs' handlers by `name` (bus name and object path), each with the watch that
+    /// ends its claims when the program leaves the bus.
+    var programHandlers: [String: (handler: ProgramHandler, watch: SignalSubscription)] = [:]
 
     public init(
         configuration: Configuration, service: RequestService, advertiser: Advertiser?, connection: BusConnection,
@@ -105,6 +108,8 @@ public final class ControlManager: DBusObject {
                 DBusMethod("GetStatus", outSignature: "a{sv}"),
                 DBusMethod("Subscribe"),
                 DBusMethod("Unsubscribe"),
+                DBusMethod("RegisterHandler", inSignature: "oasa{sv}"),
+                DBusMethod("UnregisterHandler", inSignature: "o"),
             ],
             signals: [
                 DBusSignalDescription("ValueWritten", signature: "says"),
@@ -129,6 +134,8 @@ public final class ControlManager: DBusObject {
         case .getStatus: call.reply([status()])
         case .subscribe: subscribe(call)
         case .unsubscribe: unsubscribe(call)
+        case .registerHandler(let object, let ids): registerHandler(object: object, ids: ids, call: call)
+        case .unregisterHandler(let object): unregisterHandler(object: object, call: call)
         }
     }
 

@@ -15,6 +15,9 @@ public enum ControlRequest: Equatable, Sendable {
     case getStatus
     case subscribe
     case unsubscribe
+    /// A program's object at `object` claims `ids` (characteristics and descriptors).
+    case registerHandler(object: ObjectPath, ids: [String])
+    case unregisterHandler(object: ObjectPath)
 
     public init(member: String, arguments: [DBusValue]) throws(DBusError) {
         func expect(_ signature: String) throws(DBusError) {
@@ -46,6 +49,20 @@ public enum ControlRequest: Equatable, Sendable {
         case "Unsubscribe":
             try expect("")
             self = .unsubscribe
+        case "RegisterHandler":
+            try expect("oasa{sv}")
+            guard let object = arguments[0].asObjectPath, let ids = arguments[1].asStringArray else {
+                throw .invalidArgs("RegisterHandler takes (oasa{sv})")
+            }
+            guard !ids.isEmpty else { throw .invalidArgs("RegisterHandler: name at least one id") }
+            if let key = arguments[2].variantDictionaryEntries?.first?.0 {
+                throw .invalidArgs("RegisterHandler: unknown option \"\(key)\" (none are defined yet)")
+            }
+            self = .registerHandler(object: object, ids: ids)
+        case "UnregisterHandler":
+            try expect("o")
+            guard let object = arguments[0].asObjectPath else { throw .invalidArgs("UnregisterHandler takes (o)") }
+            self = .unregisterHandler(object: object)
         default:
             throw .unknownMethod("no method \(member)")
         }

@@ -27,6 +27,10 @@ public final class Attribute {
     public internal(set) var isNotifying = false
     /// Indications confirmed by centrals (bluetoothd's `Confirm`).
     public internal(set) var confirmations = 0
+    /// The program serving this attribute's reads and writes (`HandlerRegistry`), if any.
+    public internal(set) var handler: (any AttributeHandler)?
+    /// The handler's deadline and what happens without one (`handler` in the definition).
+    public internal(set) var handling = HandlerDefinition()
 
     init(
         id: String, uuid: BluetoothUUID, kind: Kind, access: AttributeAccess,

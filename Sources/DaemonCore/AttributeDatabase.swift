@@ -22,13 +22,14 @@ public final class AttributeDatabase {
     public init(configuration: Configuration) {
         for service in configuration.services {
             for characteristic in service.characteristics {
-                add(
-                    Attribute(
-                        id: characteristic.id, uuid: characteristic.uuid,
-                        kind: .characteristic(serviceID: service.id),
-                        access: AttributeAccess(characteristic.flags),
-                        minLength: characteristic.minLength, maxLength: characteristic.maxLength,
-                        value: characteristic.value))
+                let attribute = Attribute(
+                    id: characteristic.id, uuid: characteristic.uuid,
+                    kind: .characteristic(serviceID: service.id),
+                    access: AttributeAccess(characteristic.flags),
+                    minLength: characteristic.minLength, maxLength: characteristic.maxLength,
+                    value: characteristic.value)
+                if let handling = characteristic.handler { attribute.handling = handling }
+                add(attribute)
                 for descriptor in characteristic.descriptors {
                     add(
                         Attribute(

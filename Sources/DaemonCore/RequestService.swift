@@ -10,8 +10,9 @@ public import Logging
 /// A write from a central:
 /// 1. validate (permission, offset, resulting length) — a failure is the ATT result;
 /// 2. `prepare-authorize` only asks: answered by the validation alone;
-/// 3. decide: a deciding `onWrite` hook (or a program's handler) accepts or refuses;
-///    the value is stored only if accepted;
+/// 3. decide: the program's handler that claimed the attribute, else a deciding
+///    `onWrite` hook, accepts or refuses; the value is stored only if accepted (a handler
+///    that does not answer in time gets the attribute's fallback);
 /// 4. store (observers see the change: notifications, control-API signals);
 /// 5. durable: when the attribute persists, the reply waits for the state file;
 /// 6. reply, then run a non-deciding `onWrite` hook.
@@ -33,6 +34,8 @@ public final class RequestService {
     public private(set) var writeHooks: WriteHookRunner?
     /// Learns the MTU from the requests of centrals (kept across reloads).
     public let mtu: MTUTracker
+    /// Which program serves which attribute; outlives reloads.
+    public let handlers = HandlerRegistry()
     let logger: Logger
 
     public init(
@@ -46,6 +49,7 @@ public final class RequestService {
         self.mtu = mtu
         self.logger = logger
         forwardReady(notifier)
+        handlers.apply(to: database)
     }
 
     private func forwardReady(_ notifier: Notifier) {
@@ -61,14 +65,81 @@ public final class RequestService {
         self.notifier = notifier
         self.writeHooks = writeHooks
         forwardReady(notifier)
+        longReads = LongReadCache()
+        for id in handlers.apply(to: database) {
+            logger.warning("a handler's claim ended: the reloaded definition has no such id", metadata: ["gatt.id": "\(id)"])
+        }
     }
 
     // MARK: - Reads
 
-    /// The bytes a central gets for a read at `request.offset`.
-    public func read(_ attribute: Attribute, _ request: AttributeRequest) -> Result<ArraySlice<UInt8>, GATTError> {
+    /// A read's answer: at once (a stored value), or later (a program's handler answers).
+    public enum ReadOutcome {
+        case now(Result<ArraySlice<UInt8>, GATTError>)
+        case later(PendingRead)
+    }
+
+    /// The bytes a central gets for a read at `request.offset`. An attribute a handler
+    /// serves is asked once per read sequence: the read at offset 0 of a device asks the
+    /// handler, and that device's follow-up reads at offsets (a long read) are served from
+    /// the same bytes, so the central never stitches together two different values.
+    public func read(_ attribute: Attribute, _ request: AttributeRequest) -> ReadOutcome {
         if let mtu = request.mtu { self.mtu.record(mtu: mtu, device: request.device) }
-        return database.read(attribute, offset: request.offset)
+        guard let handler = attribute.handler else { return .now(database.read(attribute, offset: request.offset)) }
+        guard attribute.access.contains(.read) else { return .now(.failure(.readNotPermitted)) }
+        if request.offset > 0, let bytes = longReads.bytes(of: attribute.id, device: request.device) {
+            return .now(Self.slice(bytes, at: request.offset))
+        }
+        let pending = PendingRead()
+        handler.read(attribute, request, timeout: .milliseconds(attribute.handling.timeoutMs)) { [self] answer in
+            switch answer {
+            case .answered(let bytes):
+                guard (attribute.minLength...attribute.maxLength).contains(bytes.count) else {
+                    logger.warning(
+                        "handler answered a read with a value of the wrong length; refused with 0x0e",
+                        metadata: [
+                            "gatt.id": "\(attribute.id)", "handler": "\(handler.name)", "length": "\(bytes.count)",
+                            "bounds": "\(attribute.minLength)...\(attribute.maxLength)",
+                        ])
+                    pending.finish(.failure(.unlikely))
+                    return
+                }
+                if request.offset == 0 { longReads.remember(bytes, of: attribute.id, device: request.device) }
+                pending.finish(Self.slice(bytes, at: request.offset))
+            case .refused(let error):
+                pending.finish(.failure(error))
+            case .unavailable(let reason):
+                logUnavailable(handler, attribute, "read", reason)
+                switch attribute.handling.fallback {
+                case .storedValue: pending.finish(database.read(attribute, offset: request.offset))
+                case .error(let error): pending.finish(.failure(error))
+                }
+            }
+        }
+        return .later(pending)
+    }
+
+    private static func slice(_ bytes: [UInt8], at offset: Int) -> Result<ArraySlice<UInt8>, GATTError> {
+        guard offset >= 0, offset <= bytes.count else { return .failure(.invalidOffset) }
+        return .success(bytes[offset...])
+    }
+
+    /// The bytes handlers answered at offset 0, per attribute and device, for the
+    /// follow-up reads of a long read.
+    private var longReads = LongReadCache()
+
+    private func logUnavailable(_ handler: any AttributeHandler, _ attribute: Attribute, _ operation: String, _ reason: String) {
+        let fallback =
+            switch attribute.handling.fallback {
+            case .storedValue: "stored value"
+            case .error(let error): "ATT error 0x" + String(error.attCode, radix: 16)
+            }
+        logger.warning(
+            "handler did not answer; using the fallback",
+            metadata: [
+                "gatt.id": "\(attribute.id)", "handler": "\(handler.name)", "operation": "\(operation)",
+                "reason": "\(reason)", "fallback": "\(fallback)",
+            ])
     }
 
     // MARK: - Writes
@@ -91,6 +162,32 @@ public final class RequestService {
             completion(.success(()))
             return
         }
+        if request.caller == .central, let handler = attribute.handler {
+            let timeout = Duration.milliseconds(attribute.handling.timeoutMs)
+            handler.write(attribute, bytes: bytes, request, timeout: timeout) { [self] answer in
+                switch answer {
+                case .answered:
+                    let hook = writeHooks?.hook(for: attribute)
+                    store(attribute, bytes, request, runHook: hook != nil && hook?.decides == false, completion: completion)
+                case .refused(let error):
+                    completion(.failure(.refused(error)))
+                case .unavailable(let reason):
+                    logUnavailable(handler, attribute, "write", reason)
+                    switch attribute.handling.fallback {
+                    case .storedValue: decideByHook(attribute, bytes, request, completion: completion)
+                    case .error(let error): completion(.failure(.refused(error)))
+                    }
+                }
+            }
+            return
+        }
+        decideByHook(attribute, bytes, request, completion: completion)
+    }
+
+    /// The deciding `onWrite` hook, if any, then `store`.
+    private func decideByHook(
+        _ attribute: Attribute, _ bytes: [UInt8], _ request: AttributeRequest, completion: @escaping WriteCompletion
+    ) {
         let hook = request.caller == .central ? writeHooks?.hook(for: attribute) : nil
         if let hook, hook.decides, let writeHooks {
             writeHooks.decide(attribute, bytes: bytes, offset: request.offset, device: request.device) {

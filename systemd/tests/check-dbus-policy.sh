@@ -92,6 +92,17 @@ service_pid=$!
 service_state=$(timeout 10 head -n 1 "$work/service.out" || echo "no output")
 check "gattd owns org.gattd" "ready" "$service_state"
 
+# A program in group gattd serves a handler; gattd (user gattd) calls it, nobody else may.
+mkfifo "$work/handler.out"
+setpriv --reuid=gattdop --regid=gattdop --init-groups -- /usr/bin/python3 "$here/policy-service.py" "unix:path=$work/bus" --handler >"$work/handler.out" 2>&1 &
+handler_pid=$!
+handler_name=$(timeout 10 head -n 1 "$work/handler.out" || echo "no output")
+handler_read() { as "$1" dbus-send --bus="unix:path=$work/bus" --print-reply --reply-timeout=5000 \
+    --dest="$handler_name" /test/handler org.gattd.Handler1.Read string:x dict:string:string: 2>&1; }
+check "gattd calls a program's org.gattd.Handler1" "array of bytes" "$(handler_read gattd)"
+check "nobody may not call a program's handler" "AccessDenied" "$(handler_read nobody)"
+kill "$handler_pid" 2>/dev/null || true
+
 check "root calls org.gattd.*" '"pong"' "$(call root org.gattd.Test1.Ping)"
 check "root (bluetoothd) calls GattCharacteristic1" "array of bytes" "$(call root org.bluez.GattCharacteristic1.ReadValue dict:string:string:)"
 check "group gattd calls org.gattd.*" '"pong"' "$(call gattdop org.gattd.Test1.Ping)"

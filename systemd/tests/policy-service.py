@@ -4,7 +4,8 @@
 and exports /org/gattd/app/char0 with org.gattd.Test1.Ping and a GATT ReadValue, and
 /org/gattd with org.gattd.Manager1.GetStatus and org.gattd.Test1.Emit (emits
 Manager1.ValueChanged, then Test1.Marker). Prints "ready" once the name is owned, "denied"
-if owning it is refused."""
+if owning it is refused. With --handler: owns no name, exports /test/handler with
+org.gattd.Handler1.Read (a program's handler) and prints its unique name."""
 import sys
 
 import dbus
@@ -46,8 +47,18 @@ class Manager(dbus.service.Object):
         self.Marker()
 
 
+class Handler(dbus.service.Object):
+    @dbus.service.method("org.gattd.Handler1", in_signature="sa{sv}", out_signature="ay")
+    def Read(self, id, request):
+        return dbus.ByteArray(b"\x2a")
+
+
 DBusGMainLoop(set_as_default=True)
 bus = dbus.bus.BusConnection(sys.argv[1])
+if sys.argv[2:] == ["--handler"]:  # a program that registers a handler: no name, its own object
+    handler = Handler(bus, "/test/handler")
+    print(bus.get_unique_name(), flush=True)
+    GLib.MainLoop().run()
 try:
     name = dbus.service.BusName("org.gattd", bus, do_not_queue=True)
 except dbus.exceptions.DBusException as error:

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: MIT
+
+import BLEModel
+import DaemonCore
+import Testing
+
+private let definition = """
+    {"version": 1, "services": [
+      {"id": "svc", "uuid": "12345678-1234-5678-1234-56789abcdef0", "characteristics": [
+        {"id": "temp", "uuid": "2A6E", "flags": ["read", "write"], "value": {"int16": 0},
+         "minLength": 0, "maxLength": 100, "persist": false},
+        {"id": "strict", "uuid": "2A6F", "flags": ["read", "write"], "value": {"uint8": 7},
+         "minLength": 1, "maxLength": 1, "persist": false,
+         "handler": {"timeoutMs": 500, "fallback": "error", "error": "0x81"}},
+        {"id": "plain", "uuid": "2A70", "flags": ["read"], "value": {"uint8": 1}}
+      ]}]}
+    """
+
+/// A program's handler as DaemonCore sees it: the test answers each request by hand.
+private final class FakeHandler: AttributeHandler {
+    let name: String
+    var reads: [(id: String, request: AttributeRequest, answer: (HandlerAnswer<[UInt8]>) -> Void)] = []
+    var writes: [(id: String, bytes: [UInt8], answer: (HandlerAnswer<Void>) -> Void)] = []
+
+    init(_ name: String) { self.name = name }
+
+    func read(
+        _ attribute: Attribute, _ request: AttributeRequest, timeout: Duration,
+        answer: @escaping (HandlerAnswer<[UInt8]>) -> Void
+    ) {
+        reads.append((attribute.id, request, answer))
+    }
+
+    func write(
+        _ attribute: Attribute, bytes: [UInt8], _ request: AttributeRequest, timeout: Duration,
+        answer: @escaping (HandlerAnswer<Void>) -> Void
+    ) {
+        writes.append((attribute.id, bytes, answer))
+    }
+}
+
+@Suite("Handlers: programs that answer reads and decide writes")
+struct HandlerTests {
+    private final class Fixture {
+        let database: AttributeDatabase
+        let service: RequestService
+        let handler = FakeHandler(":1.9 /sensor")
+
+        init() throws {
+            let configuration = try liveConfiguration(definition)
+            database = AttributeDatabase(configuration: configuration)
+            let mtu = MTUTracker()
+            service = RequestService(
+                database: database, persistence: nil,
+                notifier: Notifier(
+                    configuration: configuration, database: database, clock: ManualClock().clock, mtu: mtu,
+                    logger: quietLogger),
+                writeHooks: nil, mtu: mtu, logger: quietLogger)
+        }
+
+        /// Starts a read; returns a box the answer lands in.
+        func read(_ id: String, offset: Int = 0, device: String = "/dev_A") -> Box<Result<[UInt8], GATTError>> {
+            let box = Box<Result<[UInt8], GATTError>>()
+            switch service.read(database[id]!, AttributeRequest(device: device, offset: offset)) {
+            case .now(let result): box.value = result.map(Array.init)
+            case .later(let pending): pending.whenDone { box.value = $0.map(Array.init) }
+            }
+            return box
+        }
+
+        func write(_ id: String, _ bytes: [UInt8]) -> Box<String> {
+            let box = Box<String>()
+            service.write(database[id]!, bytes: bytes, AttributeRequest(device: "/dev_A")) { result in
+                switch result {
+                case .success: box.value = "accepted"
+                case .failure(let failure): box.value = "refused 0x" + String(failure.gattError.attCode, radix: 16)
+                }
+            }
+            return box
+        }
+    }
+
+    final class Box<T> {
+        var value: T?
+    }
+
+    @Test("a claimed attribute's read is answered by the handler, a fresh value each time")
+    func readsGoToTheHandler() throws {
+        let f = try Fixture()
+        #expect(f.service.handlers.claim(["temp"], for: f.handler) == nil)
+        let first = f.read("temp")
+        #expect(first.value == nil, "the loop does not wait for the handler")
+        f.handler.reads[0].answer(.answered([0x10, 0x09]))
+        #expect(first.value == .success([0x10, 0x09]))
+        let second = f.read("temp")
+        f.handler.reads[1].answer(.answered([0x11, 0x09]))
+        #expect(second.value == .success([0x11, 0x09]))
+        #expect(f.database["temp"]!.value == [0, 0], "answers are served, not stored")
+        #expect(f.read("plain").value == .success([1]), "unclaimed attributes are served from the database")
+    }
+
+    @Test("a long read asks the handler once; the device's offset reads get the same bytes")
+    func longReadIsConsistent() throws {
+        let f = try Fixture()
+        #expect(f.service.handlers.claim(["temp"], for: f.handler) == nil)
+        let value = Array(0..<60).map(UInt8.init)
+        let first = f.read("temp")
+        f.handler.reads[0].answer(.answered(value))
+        #expect(first.value == .success(value))
+        #expect(f.read("temp", offset: 22).value == .success(Array(value[22...])))
+        #expect(f.read("temp", offset: 44).value == .success(Array(value[44...])))
+        #expect(f.read("temp", offset: 61).value == .failure(.invalidOffset))
+        #expect(f.handler.reads.count == 1, "follow-up reads did not ask again")
+        let other = f.read("temp", offset: 22, device: "/dev_B")
+        #expect(f.handler.reads.count == 2, "another device's offset read is not served from dev_A's bytes")
+        f.handler.reads[1].answer(.answered(Array(repeating: 9, count: 30)))
+        #expect(other.value == .success(Array(repeating: 9, count: 8)))
+    }
+
+    @Test("a handler's refusal is the ATT result; an answer of the wrong length is 0x0E")
+    func refusalsAndBadAnswers() throws {
+        let f = try Fixture()
+        #expect(f.service.handlers.claim(["temp", "strict"], for: f.handler) == nil)
+        let refused = f.read("temp")
+        f.handler.reads[0].answer(.refused(.application(0x81)))
+        #expect(refused.value == .failure(.application(0x81)))
+        let tooLong = f.read("strict")
+        f.handler.reads[1].answer(.answered([1, 2]))
+        #expect(tooLong.value == .failure(.unlikely))
+    }
+
+    @Test("no answer gets the fallback: the stored value, or the configured ATT error")
+    func fallbacks() throws {
+        let f = try Fixture()
+        #expect(f.service.handlers.claim(["temp", "strict"], for: f.handler) == nil)
+        let read = f.read("temp")
+        f.handler.reads[0].answer(.unavailable(reason: "timed out"))
+        #expect(read.value == .success([0, 0]))
+        let strict = f.read("strict")
+        f.handler.reads[1].answer(.unavailable(reason: "left the bus"))
+        #expect(strict.value == .failure(.application(0x81)))
+        let write = f.write("temp", [5])
+        f.handler.writes[0].answer(.unavailable(reason: "timed out"))
+        #expect(write.value == "accepted")
+        #expect(f.database["temp"]!.value == [5], "fallback value: the write is stored as without a handler")
+        let strictWrite = f.write("strict", [9])
+        f.handler.writes[1].answer(.unavailable(reason: "timed out"))
+        #expect(strictWrite.value == "refused 0x81")
+        #expect(f.database["strict"]!.value == [7])
+    }
+
+    @Test("writes are validated first, then decided by the handler, then stored")
+    func writesAreDecided() throws {
+        let f = try Fixture()
+        #expect(f.service.handlers.claim(["strict"], for: f.handler) == nil)
+        #expect(f.write("strict", [1, 2]).value == "refused 0xd")
+        #expect(f.handler.writes.isEmpty, "an invalid write never reaches the handler")
+        let accepted = f.write("strict", [3])
+        #expect(accepted.value == nil)
+        #expect(f.database["strict"]!.value == [7], "nothing stored before the handler decides")
+        f.handler.writes[0].answer(.answered(()))
+        #expect(accepted.value == "accepted")
+        #expect(f.database["strict"]!.value == [3])
+        let refused = f.write("strict", [4])
+        f.handler.writes[1].answer(.refused(.application(0x82)))
+        #expect(refused.value == "refused 0x82")
+        #expect(f.database["strict"]!.value == [3])
+    }
+
+    @Test("a second claimant is refused; a released handler's attributes fall back to the database")
+    func claims() throws {
+        let f = try Fixture()
+        let other = FakeHandler(":1.10 /other")
+        #expect(f.service.handlers.claim(["temp"], for: f.handler) == nil)
+        #expect(f.service.handlers.claim(["plain", "temp"], for: other) == .alreadyClaimed(id: "temp", by: ":1.9 /sensor"))
+        #expect(f.service.handlers.handler(of: "plain") == nil, "all or nothing")
+        #expect(f.service.handlers.claim(["nope"], for: other) == .unknownID("nope"))
+        #expect(f.service.handlers.release(f.handler) == ["temp"])
+        #expect(f.read("temp").value == .success([0, 0]))
+        #expect(f.handler.reads.isEmpty)
+        #expect(f.service.handlers.claim(["temp"], for: other) == nil)
+    }
+}
