@@ -40,12 +40,15 @@ let package = Package(
             pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]
         ),
-        .target(name: "Mainloop", dependencies: ["CLinux"], swiftSettings: strict),
+        .target(name: "SystemCalls", swiftSettings: strict),
+        .target(name: "Mainloop", dependencies: ["CLinux", "SystemCalls"], swiftSettings: strict),
         .target(name: "DBusKit", dependencies: ["CDBus", "Mainloop"], swiftSettings: strict),
         .target(name: "BLEModel", swiftSettings: strict),
         .target(
             name: "DaemonCore",
-            dependencies: ["BLEModel", "Mainloop", "CLinux", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "BLEModel", "Mainloop", "CLinux", "SystemCalls", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         .target(
@@ -66,7 +69,7 @@ let package = Package(
         ),
         .target(
             name: "SystemdKit",
-            dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CSystemd", "SystemCalls", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         .executableTarget(

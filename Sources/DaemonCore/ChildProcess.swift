@@ -2,6 +2,7 @@
 
 internal import CLinux
 import Glibc
+import SystemCalls
 public import Mainloop
 
 /// One program run without a shell, supervised by the event loop: never blocks it.
@@ -109,10 +110,10 @@ public final class ChildProcess {
             Glibc.kill(-pid, SIGKILL)
             Glibc.kill(pid, SIGKILL)
             var status: Int32 = 0
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            _ = SystemCall.retrying { waitpid(pid, &status, 0) }
             close(input.write)
             close(out.read)
-            throw ChildProcessError(operation: "pidfd_open", program: argv[0], code: code)
+            throw ChildProcessError(operation: "pidfd_open", path: argv[0], code: code)
         }
         _ = fcntl(input.write, F_SETFL, O_NONBLOCK)
         _ = fcntl(out.read, F_SETFL, O_NONBLOCK)
@@ -171,9 +172,10 @@ public final class ChildProcess {
     private func writeInput() {
         guard stdinFD >= 0 else { return }
         while !pendingInput.isEmpty {
-            let written = pendingInput.withUnsafeBytes { write(stdinFD, $0.baseAddress!, $0.count) }
+            let written = pendingInput.withUnsafeBytes { bytes in
+                SystemCall.retrying { write(stdinFD, bytes.baseAddress!, bytes.count) }
+            }
             if written < 0 {
-                if errno == EINTR { continue }
                 if errno == EAGAIN { return }
                 break  // EPIPE: the child does not read its input.
             }
@@ -190,9 +192,10 @@ public final class ChildProcess {
         guard stdoutFD >= 0 else { return }
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
-            let count = chunk.withUnsafeMutableBytes { read(stdoutFD, $0.baseAddress!, $0.count) }
+            let count = chunk.withUnsafeMutableBytes { buffer in
+                SystemCall.retrying { read(stdoutFD, buffer.baseAddress!, buffer.count) }
+            }
             if count < 0 {
-                if errno == EINTR { continue }
                 if errno == EAGAIN { return }
                 break
             }
@@ -212,7 +215,7 @@ public final class ChildProcess {
     private func exited() {
         var status: Int32 = 0
         var result: pid_t
-        repeat { result = waitpid(pid, &status, WNOHANG) } while result < 0 && errno == EINTR
+        result = SystemCall.retrying { waitpid(pid, &status, WNOHANG) }
         guard result == pid else { return }  // Not yet (spurious wake-up).
         // Everything the child wrote is in the pipe now; a grandchild holding it open
         // must not delay the completion.
@@ -254,7 +257,7 @@ public final class ChildProcess {
         // the daemon, so nothing can inherit the descriptors between the two calls.
         var fds: [Int32] = [-1, -1]
         guard Glibc.pipe(&fds) == 0 else {
-            throw ChildProcessError(operation: "pipe", program: "", code: errno)
+            throw ChildProcessError(operation: "pipe", code: errno)
         }
         _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
         _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
@@ -291,7 +294,7 @@ public final class ChildProcess {
         }
         var pid: Int32 = 0
         let result = posix_spawnp(&pid, argv[0], &actions, &attributes, arguments, variables)
-        return result == 0 ? .success(pid) : .failure(ChildProcessError(operation: "start", program: argv[0], code: result))
+        return result == 0 ? .success(pid) : .failure(ChildProcessError(operation: "start", path: argv[0], code: result))
     }
 
     /// The daemon's environment with `extra` added (replacing variables of the same name).

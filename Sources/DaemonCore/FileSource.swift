@@ -2,6 +2,7 @@
 
 public import BLEModel
 import Glibc
+import SystemCalls
 
 /// `{"file": {...}}`: reads the whole file at `path` on every tick.
 ///
@@ -37,21 +38,13 @@ public final class FileSource: ValueSource {
     }
 
     private func read() -> Result<[UInt8], SourceFailure> {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
-        guard descriptor >= 0 else { return .failure(Self.failure("open", errno, path)) }
-        defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: Self.maximumSize + 1)
-        while bytes.count <= Self.maximumSize {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress!, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                return .failure(Self.failure("read", errno, path))
-            }
-            if count == 0 { return .success(bytes) }
-            bytes.append(contentsOf: chunk[..<count])
+        do throws(SystemCallError) {
+            return .success(try SystemCall.readFile(path, limit: Self.maximumSize, flags: O_NONBLOCK | O_NOCTTY))
+        } catch where error.code == EFBIG {
+            return .failure(SourceFailure(kind: "larger than \(Self.maximumSize) bytes", detail: path))
+        } catch {
+            return .failure(Self.failure(error.operation, error.code, path))
         }
-        return .failure(SourceFailure(kind: "larger than \(Self.maximumSize) bytes", detail: path))
     }
 
     private static func failure(_ operation: String, _ code: Int32, _ path: String) -> SourceFailure {

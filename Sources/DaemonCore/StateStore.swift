@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 import Glibc
+import SystemCalls
 
 /// `state.json` in gattd's state directory, written atomically and durably.
 ///
@@ -84,26 +85,22 @@ public final class StateStore: StateStorage {
         while true {
             let temporary = directory + "/" + Self.temporaryPrefix + "\(getpid())-\(temporaryCounter)"
             temporaryCounter += 1
-            let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-            if descriptor >= 0 { return (descriptor, temporary) }
-            let code = errno
-            if code == EINTR || code == EEXIST { continue }
-            throw StateStoreError(operation: "open", path: temporary, code: code)
+            do throws(SystemCallError) {
+                let descriptor = try SystemCall.check("open", path: temporary) {
+                    open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+                }
+                return (descriptor, temporary)
+            } catch where error.code == EEXIST {
+                continue
+            }
         }
     }
 
     private func writeAll(_ bytes: [UInt8], to descriptor: Int32, path: String) throws(StateStoreError) {
-        var written = 0
-        while written < bytes.count {
-            let result = bytes.withUnsafeBytes { buffer in
-                Glibc.write(descriptor, buffer.baseAddress! + written, buffer.count - written)
-            }
-            if result < 0 {
-                if errno == EINTR { continue }
-                throw StateStoreError(operation: "write", path: path, code: errno)
-            }
-            written += result
-        }
+        let result = bytes.withUnsafeBytes { buffer in Result { () throws(SystemCallError) in
+            try SystemCall.writeAll(descriptor, buffer, path: path)
+        } }
+        try result.get()
     }
 
     private func syncDirectory() throws(StateStoreError) {
@@ -164,19 +161,12 @@ public final class StateStore: StateStorage {
         guard info.st_size <= Self.maximumSize else {
             return .failure(Unreadable(text: "unreadable: \(info.st_size) bytes is larger than \(Self.maximumSize)"))
         }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress!, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                return .failure(Unreadable(text: "unreadable: \(String(cString: strerror(errno)))"))
-            }
-            if count == 0 { return .success(bytes) }
-            bytes.append(contentsOf: chunk[..<count])
-            if bytes.count > Self.maximumSize {
-                return .failure(Unreadable(text: "unreadable: larger than \(Self.maximumSize) bytes"))
-            }
+        do throws(SystemCallError) {
+            return .success(try SystemCall.readAll(descriptor, limit: Self.maximumSize, path: path))
+        } catch where error.code == EFBIG {
+            return .failure(Unreadable(text: "unreadable: larger than \(Self.maximumSize) bytes"))
+        } catch {
+            return .failure(Unreadable(text: "unreadable: \(error.reason)"))
         }
     }
 

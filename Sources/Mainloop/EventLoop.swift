@@ -29,7 +29,7 @@ public final class EventLoop {
     /// Creates the epoll set and the post eventfd.
     public init() throws {
         let fd = epoll_create1(Int32(EPOLL_CLOEXEC))
-        guard fd >= 0 else { throw LoopError(call: "epoll_create1", errno: errno) }
+        guard fd >= 0 else { throw LoopError(operation: "epoll_create1", code: errno) }
         epollFD = fd
         eventBuffer = .allocate(capacity: Int(eventCapacity))
         do {

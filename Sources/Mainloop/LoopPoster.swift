@@ -21,7 +21,7 @@ public final class LoopPoster: Sendable {
 
     init() throws(LoopError) {
         let fd = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
-        guard fd >= 0 else { throw LoopError(call: "eventfd", errno: errno) }
+        guard fd >= 0 else { throw LoopError(operation: "eventfd", code: errno) }
         eventFD = fd
     }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 import Glibc
+import SystemCalls
 import Logging
 
 /// A swift-log handler writing one line per message, `level: message key=value …`,
@@ -54,18 +55,8 @@ public struct StderrLogHandler: LogHandler {
 
     /// Writes the whole string, retrying on `EINTR` and short writes; other errors drop it.
     static func write(_ line: String, to fd: Int32) {
-        var bytes = Array(line.utf8)
-        bytes.withUnsafeMutableBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return
-                }
-                offset += written
-            }
-        }
+        var line = line
+        line.withUTF8 { bytes in _ = try? SystemCall.writeAll(fd, UnsafeRawBufferPointer(bytes)) }
     }
 
     /// Control characters become `\n`, `\r`, `\t` or `\xNN`; with `quoting`, `"` and `\`

@@ -1,19 +1,19 @@
 // SPDX-License-Identifier: MIT
 
-import Glibc
+public import SystemCalls
 
 /// An error from libsystemd or from a malformed request to it.
 public enum SystemdError: Error, Equatable, CustomStringConvertible {
-    /// A libsystemd call returned `-errno`; `errno` is the positive error code.
-    case system(operation: String, errno: Int32)
+    /// A libsystemd call returned `-errno` (the error carries the positive code).
+    case system(SystemCallError)
     /// A notification assignment could not be encoded: keys must be non-empty and free of
     /// `=` and newlines, values free of newlines (the protocol is newline-separated).
     case invalidAssignment(key: String, reason: String)
 
     public var description: String {
         switch self {
-        case let .system(operation, code):
-            return "\(operation): \(String(cString: strerror(code))) (errno \(code))"
+        case let .system(error):
+            return error.description
         case let .invalidAssignment(key, reason):
             return "invalid sd_notify assignment \"\(key)\": \(reason)"
         }
@@ -23,9 +23,9 @@ public enum SystemdError: Error, Equatable, CustomStringConvertible {
 /// Checks a libsystemd-style return value: negative means `-errno`.
 ///
 /// - Returns: `result` unchanged when it is zero or positive.
-/// - Throws: `SystemdError.system(operation:errno:)` with the positive code otherwise.
+/// - Throws: `SystemdError.system` with the positive code otherwise.
 @discardableResult
 public func checkErrno(_ result: Int32, _ operation: String) throws(SystemdError) -> Int32 {
     guard result < 0 else { return result }
-    throw .system(operation: operation, errno: -result)
+    throw .system(SystemCallError(operation: operation, code: -result))
 }

@@ -57,7 +57,7 @@ struct ChildProcessTests {
     @Test("a missing program fails to start with its name and errno")
     func missingProgram() throws {
         let loop = try EventLoop()
-        #expect(throws: ChildProcessError(operation: "start", program: "/nonexistent/prog", code: ENOENT)) {
+        #expect(throws: ChildProcessError(operation: "start", path: "/nonexistent/prog", code: ENOENT)) {
             _ = try ChildProcess.start(argv: ["/nonexistent/prog"], timeout: .seconds(1), loop: loop) { _ in }
         }
     }

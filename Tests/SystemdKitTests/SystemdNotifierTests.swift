@@ -3,6 +3,7 @@
 import Glibc
 import Testing
 
+import SystemCalls
 @testable import SystemdKit
 
 /// These tests change NOTIFY_SOCKET / WATCHDOG_* of the test process, so they run one at a time.
@@ -73,7 +74,7 @@ struct SystemdNotifierTests {
         let socket = try DatagramReceiver(name: "notify")
         setenv("NOTIFY_SOCKET", socket.directory + "/absent", 1)
         defer { unsetenv("NOTIFY_SOCKET") }
-        #expect(throws: SystemdError.system(operation: "sd_notify", errno: ENOENT)) {
+        #expect(throws: SystemdError.system(SystemCallError(operation: "sd_notify", code: ENOENT))) {
             try SystemdNotifier().ready()
         }
     }
@@ -106,8 +107,8 @@ struct SystemdNotifierTests {
     @Test func checkErrnoPassesResultsAndThrowsNegatives() throws {
         #expect(try checkErrno(3, "op") == 3)
         #expect(try checkErrno(0, "op") == 0)
-        #expect(throws: SystemdError.system(operation: "op", errno: EINVAL)) { try checkErrno(-EINVAL, "op") }
-        #expect(SystemdError.system(operation: "sd_notify", errno: ENOENT).description
+        #expect(throws: SystemdError.system(SystemCallError(operation: "op", code: EINVAL))) { try checkErrno(-EINVAL, "op") }
+        #expect(SystemdError.system(SystemCallError(operation: "sd_notify", code: ENOENT)).description
             == "sd_notify: No such file or directory (errno 2)")
     }
 }
