@@ -1,13 +1,8 @@
 // SPDX-License-Identifier: MIT
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
-/// Entry point: bytes or a file in, a validated `Configuration` (plus warnings) or every
-/// issue found out.
+/// Entry point: bytes in, a validated `Configuration` (plus warnings) or every issue
+/// found out. Reading the file is the caller's (`ConfigurationFile` in DaemonCore):
+/// BLEModel does no I/O.
 public enum ConfigurationLoader {
     /// Files larger than this are refused rather than read.
     public static let maximumFileSize = 4 << 20
@@ -39,39 +34,6 @@ public enum ConfigurationLoader {
             }
         }
         return .failure(ConfigurationErrors(issues: sorted(context.issues)))
-    }
-
-    /// Reads `path` with `open`/`read` and parses it.
-    ///
-    /// An unreadable file (missing, permission, a directory, too large) fails with one
-    /// issue whose message names the path and the `errno` text.
-    public static func load(path: String) -> Result<LoadedConfiguration, ConfigurationErrors> {
-        readFile(path).flatMap(parse)
-    }
-
-    private static func readFile(_ path: String) -> Result<[UInt8], ConfigurationErrors> {
-        func failure(_ reason: String) -> Result<[UInt8], ConfigurationErrors> {
-            .failure(ConfigurationErrors(issues: [ConfigurationIssue(path: "", message: "cannot read \"\(path)\": \(reason)")]))
-        }
-        func errnoText(_ code: Int32) -> String {
-            strerror(code).map { String(cString: $0) } ?? "error \(code)"
-        }
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return failure(errnoText(errno)) }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                return failure(errnoText(errno))
-            }
-            if count == 0 { break }
-            bytes += chunk[0..<count]
-            if bytes.count > maximumFileSize { return failure("larger than \(maximumFileSize) bytes") }
-        }
-        return .success(bytes)
     }
 
     private static func sorted(_ issues: [ConfigurationIssue]) -> [ConfigurationIssue] {

@@ -28,7 +28,7 @@ extension Daemon {
         reloading = true
         notify { try self.notifier.reloading() }
         logger.info("reloading", metadata: ["config": "\(configPath)"])
-        switch ConfigurationLoader.load(path: configPath) {
+        switch ConfigurationFile.load(path: configPath) {
         case .failure(let errors):
             for issue in errors.issues {
                 let metadata: Logger.Metadata = ["config": "\(configPath)", "config.path": "\(issue.path)"]

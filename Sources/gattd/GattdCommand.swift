@@ -32,7 +32,7 @@ struct GattdCommand {
     func run() -> Int32 {
         let path = options.config ?? defaultConfigPath()
         let loaded: LoadedConfiguration
-        switch ConfigurationLoader.load(path: path) {
+        switch ConfigurationFile.load(path: path) {
         case .success(let result):
             loaded = result
         case .failure(let errors):

@@ -17,7 +17,7 @@ struct ConfigurationFixtureTests {
     @Test("each invalid fixture reports exactly its issue", arguments: Fixtures.names(in: "invalid"))
     func invalid(name: String) throws {
         let expected = try Fixtures.text("invalid", name, "expected").split(separator: "\n").map(String.init)
-        switch ConfigurationLoader.load(path: Fixtures.path("invalid", name)) {
+        switch Fixtures.load(path: Fixtures.path("invalid", name)) {
         case .success:
             Issue.record("\(name).json loaded but should fail with \(expected)")
         case .failure(let errors):
@@ -28,7 +28,7 @@ struct ConfigurationFixtureTests {
 
     @Test("each valid fixture loads", arguments: Fixtures.names(in: "valid"))
     func valid(name: String) {
-        switch ConfigurationLoader.load(path: Fixtures.path("valid", name)) {
+        switch Fixtures.load(path: Fixtures.path("valid", name)) {
         case .success(let loaded):
             #expect(loaded.configuration.version == 1)
         case .failure(let errors):
@@ -40,7 +40,7 @@ struct ConfigurationFixtureTests {
     func shippedExample() throws {
         let path = Fixtures.directory.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("config/example.json").path
-        let loaded = try ConfigurationLoader.load(path: path).get()
+        let loaded = try Fixtures.load(path: path).get()
         #expect(loaded.warnings.isEmpty)
         let ids = loaded.configuration.servicesInRegistrationOrder.map(\.id)
         #expect(ids == ["battery", "heart-rate"])

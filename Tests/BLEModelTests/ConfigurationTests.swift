@@ -6,7 +6,7 @@ import Testing
 @Suite("Configuration decoding")
 struct ConfigurationTests {
     private func fixture(_ name: String) throws -> Configuration {
-        try ConfigurationLoader.load(path: Fixtures.path("valid", name)).get().configuration
+        try Fixtures.load(path: Fixtures.path("valid", name)).get().configuration
     }
 
     @Test("the issue's example decodes into the documented model")
@@ -179,14 +179,6 @@ struct ConfigurationTests {
         let unknownFlag = errors.issues[1]
         #expect(unknownFlag.line == 5 && unknownFlag.column == 34)
         #expect(errors.errors.count == 5)
-    }
-
-    @Test("unreadable files name the path and the errno text")
-    func unreadableFile() throws {
-        let missing = try #require(ConfigurationLoader.load(path: "/nonexistent/gattd.json").failure)
-        #expect(missing.description == "cannot read \"/nonexistent/gattd.json\": No such file or directory")
-        let directory = try #require(ConfigurationLoader.load(path: Fixtures.directory.path).failure)
-        #expect(directory.description == "cannot read \"\(Fixtures.directory.path)\": Is a directory")
     }
 
     @Test("JSON syntax errors come back as one positioned issue")

@@ -17,6 +17,12 @@ enum Fixtures {
         directory.appendingPathComponent(folder).appendingPathComponent("\(name).\(ext)").path
     }
 
+    /// Parses the file at `path` (read here: BLEModel takes bytes, not files).
+    static func load(path: String) -> Result<LoadedConfiguration, ConfigurationErrors> {
+        let data = FileManager.default.contents(atPath: path) ?? Data()
+        return ConfigurationLoader.parse([UInt8](data))
+    }
+
     static func text(_ folder: String, _ name: String, _ ext: String) throws -> String {
         try String(contentsOfFile: path(folder, name, ext), encoding: .utf8)
     }
