@@ -2,7 +2,7 @@
 
 /// The legacy advertising data and scan response that bluetoothd 5.66 and the kernel
 /// build from one advertisement, structure by structure, so a config can be refused
-/// before bluetoothd answers "Failed to parse advertisement." (bluez-contract.md 1.9).
+/// before bluetoothd answers "Failed to parse advertisement." (docs/bluez-contract.md §8).
 ///
 /// The accounting follows `src/shared/ad.c` (`bt_ad_generate`) and `src/advertising.c`
 /// (`generate_adv_data`, `generate_scan_rsp`, `calc_max_adv_len`) of BlueZ 5.66:

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 /// A `GattCharacteristic1.Flags` entry; raw values are exactly BlueZ's spellings
-/// (bluez-contract.md §1.3, `parse_chrc_flags`).
+/// (docs/bluez-contract.md §3, `parse_chrc_flags`).
 ///
 /// bluetoothd derives the ATT properties and permissions from these flags and enforces
 /// the security variants (encryption, authentication, LE Secure Connections) itself.

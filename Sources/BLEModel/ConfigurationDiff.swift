@@ -6,7 +6,7 @@
 /// - `treeChanges`: what bluetoothd sees of the GATT tree (services, characteristics and
 ///   descriptors added, removed or reordered; a changed UUID, `primary`, `includes`,
 ///   flags or length bounds). bluetoothd ignores `InterfacesAdded` on a registered
-///   application (bluez-contract.md 1.1), so any of these means registering again.
+///   application (docs/bluez-contract.md §1), so any of these means registering again.
 /// - `behaviourChanges`: `persist`, `update`, `notifyIntervalMs`, `onWrite`, `delivery`,
 ///   `queueLength` or `handler` of a characteristic kept in the tree; they need a new
 ///   attribute database too.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 /// A `GattDescriptor1.Flags` entry; raw values are exactly BlueZ's spellings
-/// (bluez-contract.md §1.3, `parse_desc_flags`).
+/// (docs/bluez-contract.md §3, `parse_desc_flags`).
 public enum DescriptorFlag: String, CaseIterable, Sendable {
     case read = "read"
     case write = "write"

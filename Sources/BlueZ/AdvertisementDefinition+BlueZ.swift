@@ -5,7 +5,7 @@ internal import DBusKit
 
 extension AdvertisementDefinition {
     /// The `org.bluez.LEAdvertisement1` properties bluetoothd reads, with the D-Bus types
-    /// of bluez-contract.md 1.9, in bluetoothd's parse order; only those that are set.
+    /// of docs/bluez-contract.md §8, in bluetoothd's parse order; only those that are set.
     ///
     /// The one place the model becomes D-Bus values. `Type` and `Discoverable` are always
     /// present (a missing `Type` means broadcast to bluetoothd). UUIDs go out in their

@@ -6,7 +6,7 @@ internal import Logging
 
 /// What `LEAdvertisingManager1` reports about instances.
 struct AdvertisingInstances {
-    /// `SupportedInstances`: how many are still free (bluez-contract.md 1.9).
+    /// `SupportedInstances`: how many are still free (docs/bluez-contract.md §8).
     var free: Int
     /// `ActiveInstances`: how many are registered, by anyone.
     var active: Int

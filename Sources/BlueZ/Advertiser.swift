@@ -6,7 +6,7 @@ public import Logging
 public import Mainloop
 
 /// Keeps gattd's advertisements registered with `org.bluez.LEAdvertisingManager1` on the
-/// adapter the GATT application uses (bluez-contract.md 1.8, 1.9).
+/// adapter the GATT application uses (docs/bluez-contract.md §7, §8).
 ///
 /// The registrar tells it where the adapter is (`adapterAvailable(path:owner:)`) and
 /// when it is gone (`adapterGone()`); everything else it watches itself: `Release()`

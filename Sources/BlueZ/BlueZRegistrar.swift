@@ -7,7 +7,7 @@ public import Mainloop
 /// Keeps gattd's application registered with whichever bluetoothd is running.
 ///
 /// bluetoothd keeps registrations only in memory and tells nobody when it restarts or
-/// loses an adapter (bluez-contract.md 1.8). So this watches `NameOwnerChanged` for
+/// loses an adapter (docs/bluez-contract.md §7). So this watches `NameOwnerChanged` for
 /// `org.bluez` and `InterfacesAdded`/`InterfacesRemoved` on its object tree, picks the
 /// adapter (the configured one, else the first with `GattManager1`), and registers again
 /// whenever the adapter comes back. All calls are asynchronous: bluetoothd calls
@@ -262,8 +262,8 @@ public final class BlueZRegistrar {
 
     /// Swaps the application's tree (reload): unregisters it from bluetoothd, runs
     /// `rebuild` (which re-exports the objects), and registers it again on the same
-    /// adapter. bluetoothd only reads the tree at `RegisterApplication` (bluez-contract.md
-    /// 1.1), so a changed tree needs this round trip; it sends Service Changed to
+    /// adapter. bluetoothd only reads the tree at `RegisterApplication` (docs/bluez-contract.md
+    /// §1), so a changed tree needs this round trip; it sends Service Changed to
     /// connected centrals. When nothing is registered (no bluetoothd, no adapter yet)
     /// `rebuild` runs at once and the next registration uses the new tree.
     ///

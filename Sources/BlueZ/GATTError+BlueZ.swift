@@ -6,7 +6,7 @@ internal import DBusKit
 /// The one place that turns ATT semantics into `org.bluez.Error.*` names.
 ///
 /// bluetoothd maps the error of a `ReadValue`/`WriteValue` reply back to an ATT code in
-/// `dbus_error_to_att_ecode` (bluez-contract.md 1.4). Application codes 0x80-0x9F travel
+/// `dbus_error_to_att_ecode` (docs/bluez-contract.md §4). Application codes 0x80-0x9F travel
 /// as `org.bluez.Error.Failed` whose message is the number (BlueZ 5.66 and later parse it
 /// with `strtol`); anything bluetoothd does not recognise becomes 0x0E Unlikely Error.
 extension GATTError {

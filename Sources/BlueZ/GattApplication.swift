@@ -10,7 +10,7 @@ public import Logging
 ///
 /// Objects are exported in the order bluetoothd needs: included services before the
 /// services that include them (bluetoothd resolves `Includes` against services it has
-/// already created, bluez-contract.md 1.1), each service followed by its
+/// already created, docs/bluez-contract.md §1), each service followed by its
 /// characteristics and their descriptors.
 public final class GattApplication: NotificationSink {
     public let rootPath: ObjectPath
@@ -39,7 +39,7 @@ public final class GattApplication: NotificationSink {
     /// Replaces the whole tree (reload): removes every object from the bus, then exports
     /// the services of `configuration`, backed by `service`'s (new) database. Call it only
     /// while the application is not registered: bluetoothd removes a registered service
-    /// on `InterfacesRemoved` and ignores `InterfacesAdded` (bluez-contract.md 1.1).
+    /// on `InterfacesRemoved` and ignores `InterfacesAdded` (docs/bluez-contract.md §1).
     /// The trusted sender carries over.
     public func rebuild(configuration: Configuration, service: RequestService) throws(DBusError) {
         unexportAll()

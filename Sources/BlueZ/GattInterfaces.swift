@@ -3,7 +3,7 @@
 internal import DBusKit
 
 /// Descriptions of the BlueZ server-side interfaces gattd implements
-/// (bluez-contract.md 1.2), shared by every exported object of a kind.
+/// (docs/bluez-contract.md §2), shared by every exported object of a kind.
 enum GattInterfaces {
     static let service = DBusInterface(
         name: BlueZNames.gattService,

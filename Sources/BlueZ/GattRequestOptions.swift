@@ -4,7 +4,7 @@ internal import DBusKit
 internal import DaemonCore
 
 /// The `a{sv}` options bluetoothd sends with `ReadValue`/`WriteValue`
-/// (`append_options` in gatt-database.c, bluez-contract.md 1.2).
+/// (`append_options` in gatt-database.c, docs/bluez-contract.md §2).
 ///
 /// `offset` is present only when non-zero; `type` is never sent by the server side but
 /// is accepted because the documented API lists it. Any other key, or a known key with

@@ -6,7 +6,7 @@ public import BLEModel
 ///
 /// bluetoothd enforces the security variants (`encrypt-*`, `secure-*`) itself and only
 /// then calls gattd, so here every read-ish flag means "readable" and every write-ish
-/// flag means "writable" (bluez-contract.md 1.3).
+/// flag means "writable" (docs/bluez-contract.md §3).
 public struct AttributeAccess: OptionSet, Sendable, Hashable {
     public let rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }

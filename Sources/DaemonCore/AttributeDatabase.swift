@@ -7,7 +7,7 @@ public import BLEModel
 ///
 /// - Reads return `value[offset...]`; `offset == count` gives an empty value and
 ///   `offset > count` is `invalidOffset` (bluetoothd does not slice; it sends
-///   `min(mtu - 1, count)` bytes of what it gets, bluez-contract.md 1.5).
+///   `min(mtu - 1, count)` bytes of what it gets, docs/bluez-contract.md §5).
 /// - Writes at an offset (long and prepared writes arrive that way) produce
 ///   `value[..<offset] + data`; the result must fit `minLength...maxLength`.
 /// - Nothing here knows D-Bus: the BlueZ module translates `GATTError`.

@@ -2,7 +2,7 @@
 
 /// What the daemon knows about one read or write request besides its bytes: where it came
 /// from and the link it travels on (for a central, the options bluetoothd sends with
-/// `ReadValue`/`WriteValue`; docs/bluez-contract.md).
+/// `ReadValue`/`WriteValue`; docs/bluez-contract.md §2).
 public struct AttributeRequest: Sendable, Equatable {
     /// Who asks: a central through bluetoothd, or a program through the control API.
     public enum Caller: Sendable, Equatable {

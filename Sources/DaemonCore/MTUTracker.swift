@@ -5,7 +5,7 @@
 ///
 /// Keeps the last MTU seen for each of the `rememberedDevices` most recently seen
 /// devices; `effective` is the smallest of them, because a notification goes to every
-/// subscribed central and is cut to `MTU - 3` for each (bluez-contract.md 1.6). Until a
+/// subscribed central and is cut to `MTU - 3` for each (docs/bluez-contract.md §6). Until a
 /// device is seen it is 23, the ATT default.
 public final class MTUTracker {
     public static let defaultMTU = 23

@@ -3,7 +3,7 @@
 public import BLEModel
 public import Logging
 
-/// Back-pressure for notifications (bluez-contract.md 1.6: bluetoothd has none, and
+/// Back-pressure for notifications (docs/bluez-contract.md §6: bluetoothd has none, and
 /// queues every PropertiesChanged it receives for every subscribed central).
 ///
 /// Per characteristic, notifications keep to slots `interval(for:)` apart: the

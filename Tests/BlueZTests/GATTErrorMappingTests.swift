@@ -6,7 +6,7 @@ import Testing
 
 @testable import BlueZ
 
-/// bluetoothd's `dbus_error_to_att_ecode` as bluez-contract.md 1.4 describes it, written
+/// bluetoothd's `dbus_error_to_att_ecode` as docs/bluez-contract.md §4 describes it, written
 /// out independently of gattd's mapping so each row is checked against the contract.
 private func bluetoothdATTCode(name: String, message: String, bluezMinor: Int) -> UInt8 {
     switch name {

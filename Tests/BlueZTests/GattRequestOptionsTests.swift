@@ -5,7 +5,7 @@ import Testing
 
 @testable import BlueZ
 
-/// The option rules of bluez-contract.md 1.2 as `GattRequestOptions` applies them, whichever
+/// The option rules of docs/bluez-contract.md §2 as `GattRequestOptions` applies them, whichever
 /// decoder produced the pairs.
 @Suite("GattRequestOptions")
 struct GattRequestOptionsTests {

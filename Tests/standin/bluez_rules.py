@@ -2,7 +2,7 @@
 """Pure rules of bluetoothd 5.66 that the stand-in applies (no D-Bus I/O here).
 
 Each function states which bluetoothd behaviour it models; see
-/work/shared/bluez-contract.md sections 1.1-1.6 and 1.9. Nothing here is BlueZ code:
+docs/bluez-contract.md §1-§6 and §8. Nothing here is BlueZ code:
 it is a re-statement of the observable behaviour.
 """
 
