@@ -66,3 +66,24 @@ def test_queue_full_refuses_with_a_clear_error_and_stores_nothing(start_gattd, s
     current = bytes(manager.GetValue("samples"))
     assert struct.unpack("<IH", current)[0] == stored[-1], "the refused value must not be stored"
     bus.close()
+
+
+def test_indications_wait_for_confirm(start_gattd, standin, private_bus):
+    g = start_gattd("indicate.json")
+    standin.call("WaitForApplication", dbus.UInt32(10000))
+    assert g.child.wait_for_line("control API ready", 10)
+    path = one_by_uuid(standin.call("Attributes"), "12345678-1234-5678-1234-56789abca001")["path"]
+    standin.call("Subscribe", path, DEVICE)
+    bus = dbus.bus.BusConnection(private_bus.address)
+    manager = dbus.Interface(bus.get_object("org.gattd", "/org/gattd"), "org.gattd.Manager1")
+    manager.SetValue("alarm", dbus.ByteArray(b"\x01"))
+    assert [bytes(v) for v in standin.call("WaitForNotifications", path, dbus.UInt32(1), dbus.UInt32(5000))] == [b"\x01"]
+    manager.SetValue("alarm", dbus.ByteArray(b"\x02"))
+    manager.SetValue("alarm", dbus.ByteArray(b"\x03"))
+    # A GetValue round trip after the sets: gattd has handled them; without Confirm nothing more went out.
+    assert bytes(manager.GetValue("alarm")) == b"\x03"
+    assert [bytes(v) for v in standin.call("Notifications", path)] == [b"\x01"], "no second indication before Confirm"
+    standin.call("Confirm", path)
+    values = standin.call("WaitForNotifications", path, dbus.UInt32(2), dbus.UInt32(5000))
+    assert [bytes(v) for v in values] == [b"\x01", b"\x03"], "after Confirm the latest value goes out"
+    bus.close()

@@ -36,6 +36,13 @@
  * from /proc/<pid>/stat utime+stime (clock ticks) and, more precisely,
  * schedstat_s_per_10k from the sum of /proc/<pid>/task/<tid>/schedstat.
  *
+ * With --handler PROG (gattd only), PROG is started once the contender has
+ * registered, with DBUS_SYSTEM_BUS_ADDRESS set; it must claim the read/write
+ * characteristic through org.gattd.Manager1.RegisterHandler and print a line
+ * "registered" (bench/handler/handler.c does); reads and writes then travel
+ * gattd -> org.gattd.Handler1 -> PROG, and each measured phase also reports
+ * handler_schedstat_s_per_10k, PROG's own CPU.
+ *
  * The contender inherits DBUS_SYSTEM_BUS_ADDRESS=<bus>, NOTIFY_SOCKET (a
  * datagram socket read by loadgen) and BENCH_NOTIFY=<--notify-mode>; its
  * stdout goes to loadgen's stderr.
@@ -80,6 +87,8 @@ static char adapter_alias[64] = "gattd-bench";
 static int adapter_powered = 1, adapter_discoverable, adapter_pairable = 1;
 static uint32_t adapter_disc_timeout = 180, adapter_pair_timeout;
 static int fatal_exit, stopping;
+static pid_t handler_pid = -1;
+static void pump(uint64_t deadline);
 
 static uint64_t now_ns(void)
 {
@@ -164,12 +173,12 @@ static long proc_status_kb(pid_t pid, const char *key)
 }
 
 struct cpu_mark {
-    long long ticks, sched_ns;
+    long long ticks, sched_ns, handler_ns;
 };
 
 static struct cpu_mark cpu_now(void)
 {
-    struct cpu_mark m = {proc_ticks(child), proc_sched_ns(child)};
+    struct cpu_mark m = {proc_ticks(child), proc_sched_ns(child), handler_pid > 0 ? proc_sched_ns(handler_pid) : -1};
     return m;
 }
 
@@ -184,6 +193,57 @@ static void print_cpu(struct cpu_mark a, struct cpu_mark b, long ops)
     printf(" cpu_s_per_10k=%.4f schedstat_s_per_10k=%.4f",
            (double)(b.ticks - a.ticks) / hz * 10000.0 / (double)ops,
            (double)(b.sched_ns - a.sched_ns) / 1e9 * 10000.0 / (double)ops);
+    if (a.handler_ns >= 0 && b.handler_ns >= 0)
+        printf(" handler_schedstat_s_per_10k=%.4f", (double)(b.handler_ns - a.handler_ns) / 1e9 * 10000.0 / (double)ops);
+}
+
+/* Starts the handler program and waits (pumping the bus) for its "registered" line. */
+static int start_handler(const char *prog, const char *address)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        die("pipe", errno);
+    handler_pid = fork();
+    if (handler_pid < 0)
+        die("fork", errno);
+    if (handler_pid == 0) {
+        setenv("DBUS_SYSTEM_BUS_ADDRESS", address, 1);
+        dup2(fds[1], 1);
+        execl(prog, prog, (char *)NULL);
+        fprintf(stderr, "loadgen: exec %s: %s\n", prog, strerror(errno));
+        _exit(127);
+    }
+    close(fds[1]);
+    char line[256];
+    size_t used = 0;
+    uint64_t deadline = now_ns() + 10000000000ULL;
+    while (now_ns() < deadline) {
+        pump(now_ns() + 2000000ULL); /* gattd may call us (org.bluez) meanwhile */
+        struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+        if (poll(&pfd, 1, 0) <= 0)
+            continue;
+        ssize_t n = read(fds[0], line + used, sizeof line - 1 - used);
+        if (n <= 0)
+            break;
+        used += (size_t)n;
+        line[used] = 0;
+        if (strstr(line, "registered")) {
+            close(fds[0]);
+            return 0;
+        }
+    }
+    close(fds[0]);
+    fprintf(stderr, "loadgen: handler %s did not print \"registered\": %s\n", prog, used ? line : "(nothing)");
+    return -1;
+}
+
+static void stop_handler(void)
+{
+    if (handler_pid <= 0)
+        return;
+    kill(handler_pid, SIGTERM);
+    waitpid(handler_pid, NULL, 0);
+    handler_pid = -1;
 }
 
 /* ---- loop ----------------------------------------------------------------- */
@@ -591,7 +651,7 @@ static void rpc_free(struct rpc *p)
 static void phase_rpc(const char *name, enum call_kind kind, long n, int window, int check)
 {
     struct rpc p = {.kind = kind, .check_value = check, .expect = {0x00, 0x11, 0x22, 0x33}};
-    struct cpu_mark c0 = {0, 0}, c1;
+    struct cpu_mark c0 = {0, 0, -1}, c1;
     if (kind != CALL_PING)
         c0 = cpu_now();
     uint64_t t0 = now_ns();
@@ -911,6 +971,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: loadgen [--address A] [--label L] [--calls N] [--phases p1,p2,...]\n"
                     "               [--notify-mode timer|flood] [--notify-secs S] [--smaps FILE] [--feed ID]\n"
+                    "               [--handler PROG]\n"
                     "               -- contender argv...\n");
     exit(2);
 }
@@ -923,16 +984,17 @@ int main(int argc, char **argv)
     long calls = 10000;
     double notify_secs = 3.0, reg_timeout = 30.0;
     const char *smaps_out = NULL;
+    const char *handler_prog = NULL;
     static const struct option opts[] = {
         {"address", required_argument, 0, 'a'},     {"label", required_argument, 0, 'l'},
         {"calls", required_argument, 0, 'n'},       {"phases", required_argument, 0, 'p'},
         {"notify-mode", required_argument, 0, 'm'}, {"notify-secs", required_argument, 0, 's'},
         {"register-timeout", required_argument, 0, 't'}, {"smaps", required_argument, 0, 'S'},
-        {"feed", required_argument, 0, 'F'},
+        {"feed", required_argument, 0, 'F'},       {"handler", required_argument, 0, 'H'},
         {0, 0, 0, 0},
     };
     int c;
-    while ((c = getopt_long(argc, argv, "+a:l:n:p:m:s:t:S:F:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+a:l:n:p:m:s:t:S:F:H:", opts, NULL)) != -1) {
         switch (c) {
         case 'a': address = optarg; break;
         case 'l': label = optarg; break;
@@ -943,6 +1005,7 @@ int main(int argc, char **argv)
         case 't': reg_timeout = atof(optarg); break;
         case 'S': smaps_out = optarg; break;
         case 'F': feed.id = optarg; break;
+        case 'H': handler_prog = optarg; break;
         default: usage();
         }
     }
@@ -990,6 +1053,10 @@ int main(int argc, char **argv)
                 printf("BENCH contender=%s phase=startup status=no-rw-characteristic\n", label);
                 break;
             }
+            if (handler_prog && start_handler(handler_prog, address) < 0) {
+                printf("BENCH contender=%s phase=startup status=handler-not-registered\n", label);
+                break;
+            }
             /* warm-up: some runtimes compile or cache on the first calls; checks the value */
             struct rpc w = {.kind = CALL_READ, .check_value = 1, .expect = {0x00, 0x11, 0x22, 0x33}};
             long wn = calls / 10 < 200 ? calls / 10 + 1 : 200;
@@ -1035,6 +1102,7 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     fflush(stdout);
+    stop_handler();
     stop_child();
     if (notify_path[0])
         unlink(notify_path);
