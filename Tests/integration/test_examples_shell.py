@@ -1,0 +1,38 @@
+# SPDX-License-Identifier: MIT
+"""examples/led.sh: a shell program on gattctl (issue 13 item 6), against the stand-in."""
+
+import os
+
+import dbus
+
+from conftest import REPO
+from harness import DEVICE, Child, one_by_uuid
+
+LED = "12345678-1234-5678-1234-56789abcb001"
+UPTIME = "12345678-1234-5678-1234-56789abcb002"
+
+
+def test_led_script_switches_the_led_and_publishes_uptime(start_gattd, standin, private_bus, tmp_path):
+    g = start_gattd(os.path.join(REPO, "examples", "led.json"))
+    standin.call("WaitForApplication", dbus.UInt32(10000))
+    assert g.child.wait_for_line("control API ready", 10)
+    attributes = standin.call("Attributes")
+    uptime, led = one_by_uuid(attributes, UPTIME)["path"], one_by_uuid(attributes, LED)["path"]
+    standin.call("Subscribe", uptime, DEVICE)
+    led_file = tmp_path / "brightness"
+    led_file.write_text("0\n")
+    script = Child(["/bin/sh", os.path.join(REPO, "examples", "led.sh")],
+                   env_extra={"DBUS_SYSTEM_BUS_ADDRESS": private_bus.address, "LED_PATH": str(led_file),
+                              "INTERVAL": "1", "GATTCTL": os.path.join(REPO, ".build", "debug", "gattctl")})
+    try:
+        values = standin.call("WaitForNotifications", uptime, dbus.UInt32(1), dbus.UInt32(10000))
+        assert bytes(values[0]).decode().endswith(" s") and bytes(values[0]) != b"0 s"
+        assert script.wait_for_line("watching", 10), "gattctl watch is subscribed"
+        standin.call("Write", led, dbus.ByteArray(b"\x01"), dbus.UInt16(0), dbus.UInt16(23), DEVICE, False)
+        assert script.wait_for_line("led.sh: LED on", 10)
+        assert led_file.read_text() == "1\n"
+        standin.call("Write", led, dbus.ByteArray(b"\x00"), dbus.UInt16(0), dbus.UInt16(23), DEVICE, False)
+        assert script.wait_for_line("led.sh: LED off", 10)
+        assert led_file.read_text() == "0\n"
+    finally:
+        script.stop()
