@@ -15,6 +15,7 @@ extension Advertiser {
         exported.trustedSender = owner
         let slot = Slot(exported: exported, state: definition.enabled ? .waitingForAdapter : .disabled)
         exported.onRelease = { [unowned self, unowned slot] in self.released(slot) }
+        slot.onChange = { [unowned self] in self.onStateChange?($0.id, $0.state) }
         try connection.export(exported, at: path)
         slots.append(slot)
         if adapterPath != nil && definition.enabled { registerAll() }

@@ -30,8 +30,11 @@ public final class Advertiser {
 
     final class Slot {
         let exported: ExportedAdvertisement
-        var state: State
+        var state: State {
+            didSet { if state != oldValue { onChange?(self) } }
+        }
         var registeredAt: ContinuousClock.Instant?
+        var onChange: ((Slot) -> Void)?
         init(exported: ExportedAdvertisement, state: State) {
             self.exported = exported
             self.state = state
@@ -53,6 +56,8 @@ public final class Advertiser {
     var owner: String?
     /// Called when bluetoothd has answered a registration (accepted or refused).
     public var onSettled: (() -> Void)?
+    /// Called whenever an advertisement's state changes, with its id.
+    public var onStateChange: ((String, State) -> Void)?
     var generation = 0
     var adapterSubscriptions: [SignalSubscription] = []
     var timers: [LoopTimer] = []
@@ -74,6 +79,7 @@ public final class Advertiser {
             let exported = ExportedAdvertisement(path: path, definition: definition)
             let slot = Slot(exported: exported, state: definition.enabled ? .waitingForAdapter : .disabled)
             exported.onRelease = { [unowned self, unowned slot] in self.released(slot) }
+            slot.onChange = { [unowned self] in self.onStateChange?($0.id, $0.state) }
             try connection.export(exported, at: path)
             slots.append(slot)
         }

@@ -18,6 +18,7 @@ extension ControlManager {
             guard case .central(let device) = origin else { return }
             self?.emit("ValueWritten", attribute, detail: device ?? "")
         }
+        database.observeSubscriptions { [weak self] attribute in self?.subscriptionEvent(attribute) }
     }
 
     /// `Subscribe()`: from now on the caller gets `ValueWritten`/`ValueChanged` (as

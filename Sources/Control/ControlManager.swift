@@ -63,6 +63,8 @@ public final class ControlManager: DBusObject {
     /// Programs' handlers by `name` (bus name and object path), each with the watch that
     /// ends its claims when the program leaves the bus.
     var programHandlers: [String: (handler: ProgramHandler, watch: SignalSubscription)] = [:]
+    /// The adapter gattd serves on (`hci0`), for `AdapterChanged`.
+    var currentAdapter: String?
 
     public init(
         configuration: Configuration, service: RequestService, advertiser: Advertiser?, connection: BusConnection,
@@ -115,6 +117,11 @@ public final class ControlManager: DBusObject {
                 DBusSignalDescription("ValueWritten", signature: "says"),
                 DBusSignalDescription("ValueChanged", signature: "says"),
                 DBusSignalDescription("ReadyToUpdate", signature: "s"),
+                DBusSignalDescription("SubscriptionChanged", signature: "sb"),
+                DBusSignalDescription("CentralConnected", signature: "oa{sv}"),
+                DBusSignalDescription("CentralDisconnected", signature: "oa{sv}"),
+                DBusSignalDescription("AdapterChanged", signature: "ss"),
+                DBusSignalDescription("AdvertisementChanged", signature: "ss"),
             ])
     ]
 

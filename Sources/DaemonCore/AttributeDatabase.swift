@@ -139,6 +139,16 @@ public final class AttributeDatabase {
         return true
     }
 
+    /// bluetoothd or the adapter went away, and with it every subscription: each
+    /// notifying characteristic stops notifying (observers hear of each).
+    /// - Returns: the ids that were notifying.
+    @discardableResult
+    public func clearSubscriptions() -> [String] {
+        let notifying = attributes.filter(\.isNotifying)
+        for attribute in notifying { setNotifying(attribute, false) }
+        return notifying.map(\.id)
+    }
+
     /// Records an indication confirmation.
     public func confirm(_ attribute: Attribute) {
         attribute.confirmations += 1

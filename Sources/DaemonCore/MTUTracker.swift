@@ -27,6 +27,9 @@ public final class MTUTracker {
         if recent.count > Self.rememberedDevices { recent.removeFirst(recent.count - Self.rememberedDevices) }
     }
 
+    /// The last MTU seen from `device`, if it is among the recently seen ones.
+    public func mtu(for device: String) -> Int? { recent.last { $0.device == device }?.mtu }
+
     /// The smallest MTU among recently seen devices, or 23.
     public var effective: Int { recent.lazy.map(\.mtu).min() ?? Self.defaultMTU }
 

@@ -9,13 +9,16 @@ import Glibc
 struct WatchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch",
-        abstract: "Print one line per write from a central and per value change, until interrupted.",
+        abstract: "Print one line per event (writes, value changes, subscriptions, centrals, adapter, advertisements).",
         discussion: """
             Lines: "written <id> <hex> <text> device=<path>" for a central's write (also when \
             the value did not change), "changed <id> <hex> <text> origin=<central|control|timer|restored>" \
-            for every change. With --json, one object per line: {"event":"written"|"changed",\
-            "id":…,"hex":…,"utf8":…,"device"|"origin":…}. "watching" goes to stderr once the \
-            subscription is in place. Exits 0 on SIGINT/SIGTERM, 1 when gattd leaves the bus.
+            for every change, "subscribed <id>" / "unsubscribed <id>", "connected <address> \
+            [name=<name>] [mtu=<mtu>] device=<path>" / "disconnected ...", "adapter <name> \
+            state=<present|gone|powered|unpowered>", "advertisement <id> state=<state>", and \
+            "ready <id>" (room again in a delivery-all queue). With --json, one object per line \
+            with "event" and the same fields. "watching" goes to stderr once the subscription \
+            is in place. Exits 0 on SIGINT/SIGTERM, 1 when gattd leaves the bus.
 
             \(ExitStatus.helpText)
             """)
@@ -29,14 +32,8 @@ struct WatchCommand: ParsableCommand {
         let subscription = client.connection.subscribe(
             sender: ControlNames.busName, path: ControlNames.managerPath, interface: ControlNames.managerInterface
         ) { message in
-            guard let member = message.member, let arguments = try? message.arguments(), arguments.count == 3,
-                let id = arguments[0].asString, let value = arguments[1].asBytes, let detail = arguments[2].asString
-            else { return }
-            switch member {
-            case "ValueWritten": printLine(render("written", id, value, ("device", detail)))
-            case "ValueChanged": printLine(render("changed", id, value, ("origin", detail)))
-            default: break
-            }
+            guard let member = message.member, let arguments = try? message.arguments() else { return }
+            if let line = render(member, arguments) { printLine(line) }
         }
         let owner = client.connection.subscribe(
             sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
@@ -61,7 +58,48 @@ struct WatchCommand: ParsableCommand {
         if exitStatus == .unreachable { throw Failure(.unreachable, "gattd is no longer on the bus") }
     }
 
-    private func render(_ event: String, _ id: String, _ value: [UInt8], _ detail: (String, String)) -> String {
+    /// One line for a signal of org.gattd.Manager1; nil for one this gattctl does not know.
+    private func render(_ member: String, _ arguments: [DBusValue]) -> String? {
+        let strings = arguments.map(\.asString)
+        switch (member, arguments.count) {
+        case ("ValueWritten", 3), ("ValueChanged", 3):
+            guard let id = strings[0], let bytes = arguments[1].asBytes, let detail = strings[2] else { return nil }
+            return member == "ValueWritten"
+                ? valueLine("written", id, bytes, ("device", detail)) : valueLine("changed", id, bytes, ("origin", detail))
+        case ("SubscriptionChanged", 2):
+            guard let id = strings[0], let notifying = arguments[1].asBool else { return nil }
+            return event(notifying ? "subscribed" : "unsubscribed", [("id", id)])
+        case ("CentralConnected", 2), ("CentralDisconnected", 2):
+            guard let device = arguments[0].asObjectPath else { return nil }
+            var fields = [("address", arguments[1].variantDictionaryValue("Address")?.asString ?? "")]
+            if let name = arguments[1].variantDictionaryValue("Name")?.asString { fields.append(("name", name)) }
+            if let mtu = arguments[1].variantDictionaryValue("MTU")?.asUInt16 { fields.append(("mtu", "\(mtu)")) }
+            fields.append(("device", device.rawValue))
+            return event(member == "CentralConnected" ? "connected" : "disconnected", fields)
+        case ("AdapterChanged", 2):
+            guard let adapter = strings[0], let state = strings[1] else { return nil }
+            return event("adapter", [("adapter", adapter), ("state", state)])
+        case ("AdvertisementChanged", 2):
+            guard let id = strings[0], let state = strings[1] else { return nil }
+            return event("advertisement", [("id", id), ("state", state)])
+        case ("ReadyToUpdate", 1):
+            guard let id = strings[0] else { return nil }
+            return event("ready", [("id", id)])
+        default:
+            return nil
+        }
+    }
+
+    /// `<event> <first value> key=value ...`, or one JSON object.
+    private func event(_ name: String, _ fields: [(String, String)]) -> String {
+        if json {
+            return JSONText.render(.object([("event", .string(name))] + fields.map { ($0.0, .string($0.1)) }))
+        }
+        let rest = fields.dropFirst().map { "\($0.0)=\($0.1)" }
+        return ([name] + fields.prefix(1).map(\.1) + rest).joined(separator: " ")
+    }
+
+    private func valueLine(_ event: String, _ id: String, _ value: [UInt8], _ detail: (String, String)) -> String {
         if json {
             return JSONText.render(
                 .object([("event", .string(event)), ("id", .string(id))] + JSONText.valueMembers(value)

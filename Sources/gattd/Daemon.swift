@@ -27,6 +27,8 @@ final class Daemon {
     let application: GattApplication
     let registrar: BlueZRegistrar
     let advertiser: Advertiser
+    /// Centrals connecting and the adapter's power, for the control API's events.
+    let centrals: CentralWatch
     /// org.gattd.Manager1: the control API for programs on the board (gattctl).
     let control: ControlManager
     /// Value sources on timers (issue 4); replaced when a reload rebuilds the tree.
@@ -80,6 +82,7 @@ final class Daemon {
         registrar = BlueZRegistrar(
             connection: connection, application: application, preferredAdapter: adapter, loop: loop, logger: logger)
         advertiser = try Advertiser(configuration: configuration, connection: connection, loop: loop, logger: logger)
+        centrals = CentralWatch(connection: connection, logger: logger)
         control = ControlManager(
             configuration: configuration, service: service, advertiser: advertiser, connection: connection,
             version: gattdVersion, logger: logger)
@@ -181,10 +184,23 @@ final class Daemon {
         registrar.onAdapterChange = { [unowned self] path, owner in
             if let path, let owner, let objectPath = try? ObjectPath(path) {
                 self.advertiser.adapterAvailable(path: objectPath, owner: owner)
+                self.centrals.adapterAvailable(path: objectPath)
+                self.control.adapterEvent(adapter: self.registrar.adapterName, state: "present")
             } else {
                 self.advertiser.adapterGone()
+                self.centrals.adapterGone()
+                // No bluetoothd or no adapter: nobody is subscribed any more (timers stop,
+                // queues empty, and `gattctl list` shows no listeners that do not exist).
+                let ended = self.service.database.clearSubscriptions()
+                if !ended.isEmpty {
+                    self.logger.info(
+                        "subscriptions ended with the adapter", metadata: ["gatt.ids": "\(ended.joined(separator: ","))"])
+                }
+                self.control.adapterEvent(adapter: nil, state: "gone")
             }
         }
+        centrals.onEvent = { [unowned self] in self.control.centralEvent($0) }
+        advertiser.onStateChange = { [unowned self] in self.control.advertisementEvent(id: $0, state: $1) }
         if let interval = notifier.watchdogInterval {
             // Pinged from the loop itself: a wedged loop stops the pings and systemd restarts us.
             watchdogTimer = loop.timer(after: interval / 2, repeating: interval / 2) { [unowned self] in
