@@ -19,6 +19,8 @@ public enum ControlError: Error, Equatable, Sendable {
     /// `delivery: "all"`: the characteristic's queue of values not yet notified is full;
     /// nothing was changed. `ReadyToUpdate(id)` says when there is room again.
     case queueFull(id: String, capacity: Int)
+    /// Advertising data changes that break the definition's rules or the byte budget.
+    case invalidAdvertisement(id: String, problems: [String])
     /// Another program's handler already serves this attribute.
     case alreadyClaimed(id: String, by: String)
     /// `UnregisterHandler` for an object the caller never registered.
@@ -33,6 +35,7 @@ public enum ControlError: Error, Equatable, Sendable {
         public static let unknownAdvertisement = ControlNames.errorPrefix + "UnknownAdvertisement"
         public static let notSaved = ControlNames.errorPrefix + "NotSaved"
         public static let queueFull = ControlNames.errorPrefix + "QueueFull"
+        public static let invalidAdvertisement = ControlNames.errorPrefix + "InvalidAdvertisement"
         public static let alreadyClaimed = ControlNames.errorPrefix + "AlreadyClaimed"
         public static let notRegistered = ControlNames.errorPrefix + "NotRegistered"
         public static let failed = ControlNames.errorPrefix + "Failed"
@@ -45,6 +48,7 @@ public enum ControlError: Error, Equatable, Sendable {
         case .unknownAdvertisement: Name.unknownAdvertisement
         case .notSaved: Name.notSaved
         case .queueFull: Name.queueFull
+        case .invalidAdvertisement: Name.invalidAdvertisement
         case .alreadyClaimed: Name.alreadyClaimed
         case .notRegistered: Name.notRegistered
         case .failed: Name.failed
@@ -64,6 +68,8 @@ public enum ControlError: Error, Equatable, Sendable {
             "\(id) was not changed: the state could not be saved (\(reason))"
         case .queueFull(let id, let capacity):
             "\(id) was not changed: its \(capacity) values not yet notified fill its queue; wait for ReadyToUpdate"
+        case .invalidAdvertisement(let id, let problems):
+            "advertisement \(id) was not changed: " + problems.joined(separator: "; ")
         case .alreadyClaimed(let id, let holder):
             "\(id) is already served by the handler \(holder)"
         case .notRegistered(let name):

@@ -107,6 +107,7 @@ public final class ControlManager: DBusObject {
                 DBusMethod("SetValue", inSignature: "say"),
                 DBusMethod("StartAdvertising", inSignature: "s"),
                 DBusMethod("StopAdvertising", inSignature: "s"),
+                DBusMethod("SetAdvertisementData", inSignature: "ssb"),
                 DBusMethod("GetStatus", outSignature: "a{sv}"),
                 DBusMethod("Subscribe"),
                 DBusMethod("Unsubscribe"),
@@ -138,6 +139,8 @@ public final class ControlManager: DBusObject {
         case .getValue(let id): answer(call, getValue(id: id).map { [.bytes($0)] })
         case .setValue(let id, let value): setValue(id: id, to: value, call: call)
         case .setAdvertising(let id, let enabled): setAdvertising(id: id, enabled: enabled, call: call)
+        case .setAdvertisementData(let id, let changes, let persist):
+            setAdvertisementData(id: id, changes: changes, persist: persist, call: call)
         case .getStatus: call.reply([status()])
         case .subscribe: subscribe(call)
         case .unsubscribe: unsubscribe(call)

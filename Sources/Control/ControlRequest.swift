@@ -12,6 +12,7 @@ public enum ControlRequest: Equatable, Sendable {
     case getValue(id: String)
     case setValue(id: String, value: [UInt8])
     case setAdvertising(id: String, enabled: Bool)
+    case setAdvertisementData(id: String, changes: String, persist: Bool)
     case getStatus
     case subscribe
     case unsubscribe
@@ -40,6 +41,9 @@ public enum ControlRequest: Equatable, Sendable {
         case "StartAdvertising", "StopAdvertising":
             try expect("s")
             self = .setAdvertising(id: id(), enabled: member == "StartAdvertising")
+        case "SetAdvertisementData":
+            try expect("ssb")
+            self = .setAdvertisementData(id: id(), changes: arguments[1].asString ?? "", persist: arguments[2].asBool ?? false)
         case "GetStatus":
             try expect("")
             self = .getStatus

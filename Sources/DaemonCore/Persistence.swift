@@ -40,6 +40,7 @@ public final class Persistence {
     private var saved = StateDocument()
     private var counters: [String: Int64] = [:]
     private var advertisementStates: [String: Bool] = [:]
+    private var advertisementData: [String: String] = [:]
     private var waiting: [(id: String?, reply: Reply)] = []
     private var flushScheduled = false
     private var delayedSaveScheduled = false
@@ -133,6 +134,13 @@ public final class Persistence {
                 dropped.append(DroppedValue(id: id, reason: "no longer defined"))
             }
         }
+        for (id, data) in document.advertisementData.sorted(by: { $0.key < $1.key }) {
+            if advertisementIDs.contains(id) {
+                advertisementData[id] = data
+            } else {
+                dropped.append(DroppedValue(id: id, reason: "advertisement no longer defined"))
+            }
+        }
         for drop in dropped {
             logger.warning("dropped a saved value", metadata: ["gatt.id": "\(drop.id)", "reason": "\(drop.reason)"])
         }
@@ -195,6 +203,22 @@ public final class Persistence {
         advertisementStates[id] = enabled
         waiting.append((nil, { [weak self] result in
             if case .failure = result, let self { self.advertisementStates[id] = self.saved.advertisements[id] }
+            reply?(result)
+        }))
+        scheduleFlush()
+    }
+
+    /// Advertising data changes of advertisement `id` kept for restarts (canonical JSON of
+    /// `AdvertisementChanges`), as restored or last recorded.
+    public func savedAdvertisementData(id: String) -> String? { advertisementData[id] }
+
+    /// Records (or, with nil, forgets) the advertising data changes kept for restarts;
+    /// saved at the end of this iteration, `reply` waits for that save. A failed save
+    /// puts the previous record back.
+    public func recordAdvertisementData(_ data: String?, id: String, reply: Reply? = nil) {
+        advertisementData[id] = data
+        waiting.append((nil, { [weak self] result in
+            if case .failure = result, let self { self.advertisementData[id] = self.saved.advertisementData[id] }
             reply?(result)
         }))
         scheduleFlush()
@@ -303,6 +327,7 @@ public final class Persistence {
         }
         document.sources = counters.mapValues { StateDocument.SavedSource(counter: $0) }
         document.advertisements = advertisementStates
+        document.advertisementData = advertisementData
         return document
     }
 }

@@ -7,14 +7,17 @@ extension StateDocument {
     /// hex, one entry per line, a trailing newline. The same document always gives the
     /// same bytes.
     public func encoded() -> [UInt8] {
-        var out = "{\n  \"version\": \(Self.currentVersion),\n"
+        var out = "{\n  \"version\": \(version),\n"
         out += "  \"characteristics\": " + Self.encodeValues(characteristics) + ",\n"
         out += "  \"descriptors\": " + Self.encodeValues(descriptors) + ",\n"
         out += "  \"sources\": "
             + Self.encodeObject(sources) { "{\"counter\": \($0.counter)}" } + ",\n"
         out += "  \"advertisements\": "
-            + Self.encodeObject(advertisements) { "{\"enabled\": \($0 ? "true" : "false")}" } + "\n"
-        out += "}\n"
+            + Self.encodeObject(advertisements) { "{\"enabled\": \($0 ? "true" : "false")}" }
+        if !advertisementData.isEmpty {
+            out += ",\n  \"advertisementData\": " + Self.encodeObject(advertisementData) { jsonQuoted($0) }
+        }
+        out += "\n}\n"
         return Array(out.utf8)
     }
 
@@ -38,10 +41,12 @@ extension StateDocument {
                 .futureVersion(version), path: "version",
                 message: "version \(version) is newer than this gattd reads (\(Self.currentVersion))")
         }
-        guard version == Int64(Self.currentVersion) else {
+        guard version >= 1 else {
             throw StateDecodingError(.shape, path: "version", message: "unsupported version \(version)")
         }
-        try StateShape.onlyKeys(top, ["version", "characteristics", "descriptors", "sources", "advertisements"], path: "")
+        var keys: Set<String> = ["version", "characteristics", "descriptors", "sources", "advertisements"]
+        if version >= 2 { keys.insert("advertisementData") }
+        try StateShape.onlyKeys(top, keys, path: "")
         self.init()
         characteristics = try Self.decodeValues(root["characteristics"], path: "characteristics")
         descriptors = try Self.decodeValues(root["descriptors"], path: "descriptors")
@@ -59,6 +64,10 @@ extension StateDocument {
                 throw StateDecodingError(.shape, path: path + ".enabled", message: "expected a boolean, found \(enabled.typeName)")
             }
             return flag
+        }
+        advertisementData = try StateShape.entries(root["advertisementData"], path: "advertisementData") {
+            value, path throws(StateDecodingError) in
+            try StateShape.string(value, path: path)
         }
     }
 

@@ -7,11 +7,13 @@ public import BLEModel
 /// Version 1 holds the values of persistent characteristics and descriptors (each with the
 /// UUID and length bounds it had when saved, so a changed definition can be detected),
 /// value-source state such as counters, and each advertisement's on/off state. Keys are
-/// the ids from the service definition. A version-1 reader accepts exactly the version-1
-/// shape: anything added later bumps `version`.
+/// the ids from the service definition. Version 2 adds `advertisementData`: advertising
+/// data changed at run time and kept across restarts. A document without it is written as
+/// version 1, so older builds keep reading it. Each version's reader accepts exactly its
+/// shape.
 public struct StateDocument: Sendable, Equatable {
-    /// The version this build writes and the newest it reads.
-    public static let currentVersion = 1
+    /// The newest version this build writes and reads.
+    public static let currentVersion = 2
 
     /// One saved attribute value and enough of its definition to know whether it still fits.
     public struct SavedValue: Sendable, Equatable {
@@ -45,6 +47,12 @@ public struct StateDocument: Sendable, Equatable {
     public var sources: [String: SavedSource]
     /// Advertisement id -> whether it was enabled.
     public var advertisements: [String: Bool]
+    /// Advertisement id -> the data changes kept across restarts, as the canonical JSON
+    /// text of `AdvertisementChanges` (version 2).
+    public var advertisementData: [String: String] = [:]
+
+    /// The version this document is written as: 1 unless it needs version 2's section.
+    public var version: Int { advertisementData.isEmpty ? 1 : 2 }
 
     public init(
         characteristics: [String: SavedValue] = [:], descriptors: [String: SavedValue] = [:],

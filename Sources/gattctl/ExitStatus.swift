@@ -21,7 +21,8 @@ enum ExitStatus: Int32 {
     static let helpText = """
         Exit status: 0 success; 1 gattd not reachable (no system bus, gattd not running, or \
         running without its control API); 2 usage error; 3 unknown characteristic or \
-        advertisement id; 4 invalid value (not encodable, or the wrong length); 5 refused by \
+        advertisement id; 4 invalid value (not encodable, the wrong length, or advertising data that \
+        breaks the rules or the byte budget); 5 refused by \
         gattd or the bus policy (e.g. not root and not in group gattd, or the value could not be saved).
         """
 
@@ -30,7 +31,7 @@ enum ExitStatus: Int32 {
         switch error.name {
         case ControlError.Name.unknownCharacteristic, ControlError.Name.unknownAdvertisement:
             self = .unknownID
-        case ControlError.Name.invalidValueLength:
+        case ControlError.Name.invalidValueLength, ControlError.Name.invalidAdvertisement:
             self = .invalidValue
         case DBusError.Name.serviceUnknown, DBusError.Name.noReply, DBusError.Name.disconnected,
             "org.freedesktop.DBus.Error.NameHasNoOwner", "org.freedesktop.DBus.Error.FileNotFound",

@@ -123,6 +123,9 @@ extension Daemon {
             if let enabled = old.savedAdvertisementEnabled(id: advertisement.id) {
                 newPersistence.recordAdvertisementEnabled(enabled, id: advertisement.id)
             }
+            if let data = old.savedAdvertisementData(id: advertisement.id) {
+                newPersistence.recordAdvertisementData(data, id: advertisement.id)
+            }
         }
         service.replace(
             database: newDatabase, persistence: newPersistence,

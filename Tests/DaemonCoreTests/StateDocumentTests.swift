@@ -64,8 +64,8 @@ struct StateDocumentTests {
 
     @Test("a newer version is futureVersion, not a shape error")
     func futureVersion() throws {
-        let error = try #require(decodingError(#"{"version": 2, "characteristics": {"x": []}}"#))
-        #expect(error.kind == .futureVersion(2))
+        let error = try #require(decodingError(#"{"version": 3, "characteristics": {"x": []}}"#))
+        #expect(error.kind == .futureVersion(3))
         #expect(error.path == "version")
     }
 
@@ -96,5 +96,19 @@ struct StateDocumentTests {
         #expect(error.kind == .shape)
         #expect(error.path == path)
         #expect(error.message == message)
+    }
+
+    @Test("advertising data kept for restarts makes a version-2 document; without it the file stays version 1")
+    func versionTwoOnlyWhenNeeded() throws {
+        var document = StateDocument(advertisements: ["main": true])
+        #expect(String(decoding: document.encoded(), as: UTF8.self).contains("\"version\": 1,"))
+        document.advertisementData = ["main": #"{"localName":"kept \"x\""}"#]
+        let text = String(decoding: document.encoded(), as: UTF8.self)
+        #expect(text.contains("\"version\": 2,"))
+        #expect(try StateDocument(decoding: document.encoded()) == document)
+        let v1 = decodingError(#"{"version": 1, "advertisementData": {"main": "{}"}}"#)
+        #expect(v1?.path == "advertisementData")
+        let notText = decodingError(#"{"version": 2, "advertisementData": {"main": {}}}"#)
+        #expect(notText?.path == #"advertisementData["main"]"#)
     }
 }

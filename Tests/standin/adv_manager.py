@@ -153,6 +153,8 @@ class AdvertManager:
                                    "type": dbus.String(adv_rules.signature_of(value)),
                                    "time_us": dbus.UInt64(now_us())})
         self.daemon.log("advert %s updated: %s" % (advert.path, ", ".join(changed.keys())))
+        for listener in list(self.listeners):
+            listener("updated", advert)
 
     def _expired(self, key):
         advert = self.adverts.get(key)

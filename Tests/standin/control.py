@@ -205,6 +205,17 @@ class ControlObject(dbus.service.Object):
                 return dbus.Array([dbus.Dictionary(u, signature="sv") for u in a.updates], signature="a{sv}")
         raise control_error("no advertisement at %s" % path)
 
+    @dbus.service.method(IFACE, in_signature="ouu", out_signature="aa{sv}", **ASYNC)
+    def WaitForAdvertUpdates(self, path, count, timeout_ms, reply, error):
+        """Waits until the advertisement at `path` has had `count` PropertiesChanged updates."""
+        def ready():
+            for a in self.d.adverts.adverts.values():
+                if a.path == str(path) and len(a.updates) >= count:
+                    return dbus.Array([dbus.Dictionary(u, signature="sv") for u in a.updates], signature="a{sv}")
+            return None
+        _waiter(self.d, self.d.adverts.listeners, timeout_ms, ready, reply, error,
+                "%d updates of %s" % (count, path))
+
     @dbus.service.method(IFACE, in_signature="u", out_signature="a{sv}", **ASYNC)
     def WaitForAdvert(self, timeout_ms, reply, error):
         def ready():
