@@ -100,6 +100,7 @@ handler_name=$(timeout 10 head -n 1 "$work/handler.out" || echo "no output")
 handler_read() { as "$1" dbus-send --bus="unix:path=$work/bus" --print-reply --reply-timeout=5000 \
     --dest="$handler_name" /test/handler org.gattd.Handler1.Read string:x dict:string:string: 2>&1; }
 check "gattd calls a program's org.gattd.Handler1" "array of bytes" "$(handler_read gattd)"
+check "root (gattd run by hand) calls a program's handler" "array of bytes" "$(handler_read root)"
 check "nobody may not call a program's handler" "AccessDenied" "$(handler_read nobody)"
 kill "$handler_pid" 2>/dev/null || true
 

@@ -1,0 +1,75 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""programs.py: what a real central sees of programs that drive gattd (issue 13), run by
+scenarios/gattd-programs.sh with configs/programs.json:
+
+  1. the advertisement's manufacturer data as configured (ffff=01); then `gattctl advertise
+     set` changes it while gattd runs, and the central's scan sees ffff=02 (no reload);
+  2. a read of `reading` is answered by the handler program (its bytes, not the stored
+     value); a write to `gate` is refused by the handler with application error 0x81,
+     which reaches the central as BlueZ reports ATT errors.
+
+usage: programs.py --gattctl PATH [--adapter hci1] [--peer ADDR]
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bluezcentral import Central, CheckFailed, full_uuid, run, step  # noqa: E402
+from central import att_app_error  # noqa: E402
+
+SERVICE = '12345678-1234-5678-1234-56789abcc000'
+READING = '12345678-1234-5678-1234-56789abcc001'
+GATE = '12345678-1234-5678-1234-56789abcc002'
+
+
+def manufacturer(dev):
+    return {int(k): bytes(v) for k, v in dev.get('ManufacturerData', {}).items()}
+
+
+def plan(args):
+    central = Central(args.adapter, timeout=30)
+    central.power_on()
+    central.forget(args.peer)
+
+    def ours(data):
+        return lambda dev: str(dev.get('Address', '')).upper() == args.peer.upper() and manufacturer(dev).get(0xFFFF) == data
+    path, _ = central.discover(ours(b'\x01'), what='the advertisement with ffff=01')
+    step('scan: ffff=01 as configured')
+    changed = subprocess.run([args.gattctl, 'advertise', 'set', 'main', '{"manufacturerData": {"0xFFFF": {"hex": "02"}}}'],
+                             capture_output=True, text=True, timeout=30)
+    if changed.returncode != 0:
+        raise CheckFailed('gattctl advertise set failed: %s' % changed.stderr.strip())
+    central.discover(ours(b'\x02'), what='the advertisement with ffff=02 after gattctl advertise set')
+    step('scan: ffff=02 after gattctl advertise set (no reload, no re-registration)')
+
+    central.connect(path)
+    tree = central.gatt_tree(path)
+    chrcs = tree.get(full_uuid(SERVICE), {}).get('chrcs', {})
+    reading, gate = chrcs.get(full_uuid(READING)), chrcs.get(full_uuid(GATE))
+    if not reading or not gate:
+        raise CheckFailed('service %s lacks reading or gate: %s' % (SERVICE, sorted(chrcs)))
+    value = central.read(reading['path'])
+    if value != b'from the handler':
+        raise CheckFailed('read reading = %r, expected the handler\'s b"from the handler"' % value)
+    step('read reading = "%s" (answered by the handler program)' % value.decode())
+    central.expect_dbus_error(lambda: central.write(gate['path'], b'\x05'), *att_app_error(0x81),
+                              what='write to gate')
+    step('write to gate -> application error 0x81 from the handler')
+    central.disconnect(path)
+    step('disconnected')
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--adapter', default='hci1')
+    parser.add_argument('--peer', default='00:AA:01:00:00:00')
+    parser.add_argument('--gattctl', required=True)
+    args = parser.parse_args()
+    run(lambda: plan(args))
+
+
+if __name__ == '__main__':
+    main()

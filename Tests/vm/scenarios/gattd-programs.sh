@@ -1,0 +1,53 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# gattd-programs: programs driving gattd, seen by a real central (direct init, one boot):
+# a handler program (Tests/integration/handler_program.py) answers a read and refuses a
+# write with application error 0x81; `gattctl advertise set` changes the advertisement's
+# data and the central's scan sees it (programs.py has the checks).
+# Environment (run-guest --env): GATTD_BIN, GATTCTL_BIN (default: next to GATTD_BIN).
+set -uo pipefail
+VM=${GATTD_VM_DIR:?}
+. "$VM/scenarios/lib.sh"
+OUT=${GATTD_VM_OUT:?}
+ROOT=$(cd "$VM/../.." && pwd)
+GATTD_BIN=${GATTD_BIN:-$ROOT/.build/debug/gattd}
+GATTCTL_BIN=${GATTCTL_BIN:-$(dirname "$GATTD_BIN")/gattctl}
+CONFIG=$VM/configs/programs.json
+for f in "$GATTD_BIN" "$GATTCTL_BIN"; do
+    [ -x "$f" ] || { echo "FAIL: $f missing or not executable"; exit 1; }
+done
+
+# The project's bus policy (gattd may call handlers), plus root owning org.gattd here.
+cp "$ROOT/systemd/org.gattd.conf" /etc/dbus-1/system.d/org.gattd.conf
+cat >/etc/dbus-1/system.d/gattd-vm-root.conf <<'XML'
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig><policy user="root"><allow own="org.gattd"/></policy></busconfig>
+XML
+dbus-send --system --print-reply --dest=org.freedesktop.DBus / org.freedesktop.DBus.ReloadConfig >/dev/null \
+    || { echo "FAIL: dbus-daemon did not reload its policy"; exit 1; }
+
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null' EXIT
+mkdir -p /var/lib/gattd-programs
+"$GATTD_BIN" --config "$CONFIG" --adapter hci0 --state-dir /var/lib/gattd-programs --log-level debug \
+    >"$OUT/gattd.log" 2>&1 &
+pids+=($!)
+wait_for_line "$OUT/gattd.log" 'GATT application registered' 90 || exit 1
+wait_for_line "$OUT/gattd.log" 'advertisement registered' 60 || exit 1
+wait_for_line "$OUT/gattd.log" 'control API ready' 30 || exit 1
+echo "gattd serves programs.json ($(elapsed) s)"
+
+/usr/bin/python3 -u "$ROOT/Tests/integration/handler_program.py" --ids reading,gate \
+    --answer "reading=$(printf 'from the handler' | od -An -tx1 | tr -d ' \n')" \
+    --refuse gate=Application0x81 >"$OUT/handler.log" 2>&1 &
+pids+=($!)
+wait_for_line "$OUT/handler.log" '^registered' 30 || exit 1
+echo "handler program registered ($(elapsed) s)"
+
+/usr/bin/python3 -u "$VM/programs.py" --gattctl "$GATTCTL_BIN" --adapter hci1 --peer "$HCI0_ADDR" || exit 1
+grep -q 'advertising data changed' "$OUT/gattd.log" || { echo "FAIL: gattd did not log the data change"; exit 1; }
+n=$(grep -c 'advertisement registered' "$OUT/gattd.log")
+[ "$n" = 1 ] || { echo "FAIL: the advertisement was registered $n times; a data change must not re-register"; exit 1; }
+grep -q '^write gate 05' "$OUT/handler.log" || { echo "FAIL: the handler did not see the central's write"; exit 1; }
+echo "scenario passed in $(elapsed) s"
