@@ -10,14 +10,18 @@ It registers an org.gattd.Handler1 object for three characteristics of handler.j
   saves and notifies it as any write), anything else is refused with ATT error 0x80
   (`org.gattd.Att.Application0x80`), which the central sees;
 - `report`: a text longer than one ATT packet, new at each read; gattd asks once per read
-  sequence, so a central's long read never mixes two reports.
+  sequence, so a central's long read never mixes two reports;
+- `samples` (`delivery: "all"`): with --stream-hz, every reading is sent as a sample
+  (sequence number, temperature) through SetValue; when gattd's queue is full the sample
+  waits for ReadyToUpdate instead of being lost (CoreBluetooth's updateValue returning
+  false, then peripheralManagerIsReady).
 
 This is CoreBluetooth's didReceiveRead / didReceiveWrite with respond(to:withResult:), over
 D-Bus. If this program stops, gattd serves the stored value (temperature, report) or
 refuses with 0x80 (setpoint), as handler.json says. Uses Debian's python3-dbus and
 python3-gi; run as root or as a member of group gattd.
 
-    examples/handler.py [--sensor-file /sys/class/thermal/thermal_zone0/temp]
+    examples/handler.py [--sensor-file /sys/class/thermal/thermal_zone0/temp] [--stream-hz 10]
 """
 
 import argparse
@@ -75,9 +79,55 @@ class Thermostat(dbus.service.Object):
         print("setpoint %.2f C from %s" % (setpoint / 100, request.get("device", "?")), flush=True)
 
 
+class Stream:
+    """Samples of the temperature to `samples`, none lost: a refused sample (QueueFull)
+    is sent again when ReadyToUpdate says there is room."""
+
+    def __init__(self, manager, thermostat, count):
+        self.manager, self.thermostat, self.count = manager, thermostat, count
+        self.pending = []   # samples taken and not yet accepted, oldest first
+        self.sequence = 0
+        self.waiting = False  # a SetValue is out, or the queue is full
+
+    def tick(self):
+        if self.count and self.sequence >= self.count:
+            return False
+        self.pending.append(struct.pack("<Ih", self.sequence, self.thermostat.temperature()))
+        self.sequence += 1
+        self.send()
+        return True
+
+    def send(self):
+        if self.waiting or not self.pending:
+            return
+        self.waiting = True
+        self.manager.SetValue("samples", dbus.ByteArray(self.pending[0]),
+                              reply_handler=self.accepted, error_handler=self.refused)
+
+    def accepted(self):
+        self.pending.pop(0)
+        self.waiting = False
+        if self.count and not self.pending and self.sequence >= self.count:
+            print("streamed %d samples" % self.count, flush=True)
+        self.send()
+
+    def refused(self, error):
+        if error.get_dbus_name() != "org.gattd.Error.QueueFull":
+            print("stream: %s" % error.get_dbus_message(), file=sys.stderr, flush=True)
+            self.waiting = False
+        # QueueFull: stay waiting until ReadyToUpdate
+
+    def ready(self, characteristic):
+        if characteristic == "samples":
+            self.waiting = False
+            self.send()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sensor-file", help="temperature in millidegrees (e.g. thermal_zone0/temp)")
+    parser.add_argument("--stream-hz", type=float, default=0, help="stream samples at this rate (0: no stream)")
+    parser.add_argument("--samples", type=int, default=0, help="stop streaming after this many (0: never)")
     args = parser.parse_args()
     dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
     bus = dbus.SystemBus()
@@ -85,6 +135,12 @@ def main():
     manager = dbus.Interface(bus.get_object("org.gattd", "/org/gattd"), "org.gattd.Manager1")
     manager.RegisterHandler(OBJECT, ["temperature", "setpoint", "report"], dbus.Dictionary({}, signature="sv"))
     print("handler registered", flush=True)
+    if args.stream_hz > 0:
+        stream = Stream(manager, thermostat, args.samples)
+        bus.add_signal_receiver(stream.ready, signal_name="ReadyToUpdate", dbus_interface="org.gattd.Manager1",
+                                bus_name="org.gattd", path="/org/gattd")
+        manager.Subscribe()  # signals go only to subscribed clients
+        GLib.timeout_add(max(1, int(1000 / args.stream_hz)), stream.tick)
     loop = GLib.MainLoop()
     GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, 15, loop.quit)
     loop.run()

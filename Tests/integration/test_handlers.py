@@ -176,3 +176,14 @@ def test_writes_through_a_handler_are_stored_saved_and_notified(gattd, standin, 
     assert write_att(standin, SLOW, b"again", device=DEVICE) == 0
     values = standin.call("WaitForNotifications", slow, dbus.UInt32(1), dbus.UInt32(5000))
     assert bytes(values[-1]) == b"again", "and notified like any accepted write"
+
+
+def test_example_streams_every_sample_in_order(gattd, standin, program):
+    gattd(os.path.join(REPO, "examples", "handler.json"))
+    samples = path(standin, "12345678-1234-5678-1234-56789abc8004")
+    standin.call("Subscribe", samples, DEVICE)
+    handler = program("--stream-hz", "1000", "--samples", "300", script=EXAMPLE)
+    assert handler.wait_for_line("handler registered", 10)
+    assert handler.wait_for_line("streamed 300 samples", 30), "\n".join(handler.out.lines[-5:])
+    values = standin.call("WaitForNotifications", samples, dbus.UInt32(300), dbus.UInt32(30000), timeout=40)
+    assert [struct.unpack("<Ih", bytes(v))[0] for v in values] == list(range(300)), "no sample lost or reordered"
