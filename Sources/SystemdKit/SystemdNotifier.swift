@@ -1,37 +1,52 @@
 // SPDX-License-Identifier: MIT
 
-import CSystemd
 import Glibc
+import SystemCalls
 
-/// Tells the service manager about gattd's state through `sd_notify(3)`.
+/// Tells the service manager about gattd's state, as `sd_notify(3)` does.
 ///
-/// Every message is one datagram of newline-separated `KEY=VALUE` assignments sent to
-/// `$NOTIFY_SOCKET`. When that variable is unset (gattd not started by systemd, or the
-/// unit is not `Type=notify`) every call is a no-op that returns `false`.
-/// The environment is left untouched, so child processes inherit `NOTIFY_SOCKET`;
-/// the unit's `NotifyAccess=main` makes systemd ignore them.
+/// Every message is one datagram of newline-separated `KEY=VALUE` assignments sent to the
+/// socket named by `NOTIFY_SOCKET` (a path, or `@name` in the abstract namespace). The
+/// variables are read once, from the environment given to `init` (the process's by
+/// default), so tests pass their own instead of changing the process environment while
+/// other tests run. When `NOTIFY_SOCKET` is unset (gattd not started by systemd, or the
+/// unit is not `Type=notify`) every call is a no-op that returns `false`. The environment
+/// is left untouched, so child processes inherit `NOTIFY_SOCKET`; the unit's
+/// `NotifyAccess=main` makes systemd ignore them.
 public struct SystemdNotifier: Sendable {
     /// The interval systemd expects `WATCHDOG=1` within, read from `WATCHDOG_USEC`
     /// (and `WATCHDOG_PID`, which must name this process) when the notifier was created;
     /// `nil` when the watchdog is off or the variables are malformed. Ping at half of it.
     public let watchdogInterval: Duration?
+    /// `NOTIFY_SOCKET`, nil when unset or empty.
+    let socketPath: String?
 
-    /// Reads the watchdog settings from the environment once.
-    public init() {
-        watchdogInterval = (try? Self.readWatchdogInterval()) ?? nil
+    /// Reads `NOTIFY_SOCKET` and the watchdog settings from `environment` once.
+    public init(environment: [String: String] = LoggingBootstrap.processEnvironment()) {
+        socketPath = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
+        watchdogInterval = (try? Self.readWatchdogInterval(environment: environment)) ?? nil
     }
 
     /// Whether `NOTIFY_SOCKET` is set, i.e. whether messages go anywhere.
-    public var isEnabled: Bool { getenv("NOTIFY_SOCKET") != nil }
+    public var isEnabled: Bool { socketPath != nil }
 
-    /// Reads `WATCHDOG_USEC`/`WATCHDOG_PID` via `sd_watchdog_enabled(0, …)`.
+    /// Reads `WATCHDOG_USEC`/`WATCHDOG_PID` as `sd_watchdog_enabled(0, …)` does.
     ///
     /// - Returns: the interval, or `nil` when the watchdog is not enabled for this process.
-    /// - Throws: `SystemdError.system` when the variables are malformed.
-    public static func readWatchdogInterval() throws(SystemdError) -> Duration? {
-        var usec: UInt64 = 0
-        let enabled = try checkErrno(sd_watchdog_enabled(0, &usec), "sd_watchdog_enabled")
-        guard enabled > 0 else { return nil }
+    /// - Throws: `SystemdError.system` (`EINVAL`) when the variables are malformed.
+    public static func readWatchdogInterval(
+        environment: [String: String] = LoggingBootstrap.processEnvironment()
+    ) throws(SystemdError) -> Duration? {
+        guard let text = environment["WATCHDOG_USEC"] else { return nil }
+        guard let usec = UInt64(text), usec > 0 else {
+            throw .system(SystemCallError(operation: "sd_watchdog_enabled", code: EINVAL))
+        }
+        if let pidText = environment["WATCHDOG_PID"] {
+            guard let pid = pid_t(pidText), pid > 0 else {
+                throw .system(SystemCallError(operation: "sd_watchdog_enabled", code: EINVAL))
+            }
+            guard pid == getpid() else { return nil }
+        }
         return .microseconds(Int64(clamping: usec))
     }
 
@@ -76,7 +91,40 @@ public struct SystemdNotifier: Sendable {
     @discardableResult
     public func send(_ assignments: [(String, String)]) throws(SystemdError) -> Bool {
         let message = try Self.encode(assignments)
-        return try checkErrno(sd_notify(0, message), "sd_notify") > 0
+        guard let socketPath else { return false }
+        let sent: Int
+        do throws(SystemCallError) {
+            sent = try Self.sendDatagram(message, to: socketPath)
+        } catch {
+            throw .system(SystemCallError(operation: "sd_notify", code: error.code))
+        }
+        return sent >= 0
+    }
+
+    /// One datagram to the Unix socket at `path` (`@name`: abstract namespace).
+    static func sendDatagram(_ message: String, to path: String) throws(SystemCallError) -> Int {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        var name: [UInt8] = Array(path.utf8)
+        if name.first == UInt8(ascii: "@") { name[0] = 0 }
+        let capacity: Int = MemoryLayout.size(ofValue: address.sun_path)
+        guard !name.isEmpty, name.count < capacity else { throw SystemCallError(operation: "sendto", path: path, code: EINVAL) }
+        withUnsafeMutableBytes(of: &address.sun_path) { (buffer: UnsafeMutableRawBufferPointer) in buffer.copyBytes(from: name) }
+        let pathOffset: Int = MemoryLayout<sockaddr_un>.offset(of: \.sun_path) ?? 2
+        let length = socklen_t(pathOffset + name.count)
+        let type: Int32 = Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        let descriptor: Int32 = try SystemCall.check("socket") { socket(AF_UNIX, type, 0) }
+        defer { close(descriptor) }
+        let bytes: [UInt8] = Array(message.utf8)
+        let sent: Int = bytes.withUnsafeBytes { (body: UnsafeRawBufferPointer) -> Int in
+            withUnsafePointer(to: &address) { (pointer: UnsafePointer<sockaddr_un>) -> Int in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { (raw: UnsafePointer<sockaddr>) -> Int in
+                    SystemCall.retrying { sendto(descriptor, body.baseAddress, body.count, Int32(MSG_NOSIGNAL), raw, length) }
+                }
+            }
+        }
+        guard sent >= 0 else { throw SystemCallError(operation: "sendto", path: path, code: errno) }
+        return sent
     }
 
     /// Encodes assignments as the newline-separated `KEY=VALUE` text of the protocol.

@@ -6,14 +6,12 @@ import Testing
 import SystemCalls
 @testable import SystemdKit
 
-/// These tests change NOTIFY_SOCKET / WATCHDOG_* of the test process, so they run one at a time.
-@Suite(.serialized)
+/// Each test gives the notifier an environment of its own: the process environment is
+/// never changed, so these run in parallel with every other suite.
 struct SystemdNotifierTests {
     @Test func notifySocketReceivesLifecycleInOrder() throws {
         let socket = try DatagramReceiver(name: "notify")
-        setenv("NOTIFY_SOCKET", socket.path, 1)
-        defer { unsetenv("NOTIFY_SOCKET") }
-        let notifier = SystemdNotifier()
+        let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": socket.path])
         #expect(notifier.isEnabled)
 
         #expect(try notifier.status("waiting for org.bluez"))
@@ -41,17 +39,13 @@ struct SystemdNotifierTests {
 
     @Test func sendKeepsAssignmentOrderInOneDatagram() throws {
         let socket = try DatagramReceiver(name: "notify")
-        setenv("NOTIFY_SOCKET", socket.path, 1)
-        defer { unsetenv("NOTIFY_SOCKET") }
-        #expect(try SystemdNotifier().send([("STATUS", "2 subscriptions"), ("ERRNO", "0")]))
+        #expect(try SystemdNotifier(environment: ["NOTIFY_SOCKET": socket.path]).send([("STATUS", "2 subscriptions"), ("ERRNO", "0")]))
         #expect(socket.receiveText() == "STATUS=2 subscriptions\nERRNO=0")
     }
 
     @Test func invalidAssignmentThrowsAndSendsNothing() throws {
         let socket = try DatagramReceiver(name: "notify")
-        setenv("NOTIFY_SOCKET", socket.path, 1)
-        defer { unsetenv("NOTIFY_SOCKET") }
-        let notifier = SystemdNotifier()
+        let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": socket.path])
         #expect(throws: SystemdError.invalidAssignment(key: "STATUS", reason: "value contains a newline")) {
             try notifier.status("two\nlines")
         }
@@ -63,8 +57,7 @@ struct SystemdNotifierTests {
     }
 
     @Test func noOpWithoutNotifySocket() throws {
-        unsetenv("NOTIFY_SOCKET")
-        let notifier = SystemdNotifier()
+        let notifier = SystemdNotifier(environment: [:])
         #expect(!notifier.isEnabled)
         #expect(try notifier.ready() == false)
         #expect(try notifier.status("idle") == false)
@@ -72,36 +65,43 @@ struct SystemdNotifierTests {
 
     @Test func unreachableNotifySocketIsAnError() throws {
         let socket = try DatagramReceiver(name: "notify")
-        setenv("NOTIFY_SOCKET", socket.directory + "/absent", 1)
-        defer { unsetenv("NOTIFY_SOCKET") }
         #expect(throws: SystemdError.system(SystemCallError(operation: "sd_notify", code: ENOENT))) {
-            try SystemdNotifier().ready()
+            try SystemdNotifier(environment: ["NOTIFY_SOCKET": socket.directory + "/absent"]).ready()
         }
     }
 
     @Test func watchdogIntervalFromEnvironment() throws {
-        defer {
-            unsetenv("WATCHDOG_USEC")
-            unsetenv("WATCHDOG_PID")
+        let pid = String(getpid())
+        func interval(_ environment: [String: String]) -> Duration? {
+            SystemdNotifier(environment: environment).watchdogInterval
         }
-        setenv("WATCHDOG_USEC", "20000000", 1)
-        setenv("WATCHDOG_PID", String(getpid()), 1)
-        #expect(SystemdNotifier().watchdogInterval == .seconds(20))
-
-        unsetenv("WATCHDOG_PID")
-        #expect(SystemdNotifier().watchdogInterval == .seconds(20))
-
+        #expect(interval(["WATCHDOG_USEC": "20000000", "WATCHDOG_PID": pid]) == .seconds(20))
+        #expect(interval(["WATCHDOG_USEC": "20000000"]) == .seconds(20))
         // Meant for another process (e.g. inherited from a parent service): not ours.
-        setenv("WATCHDOG_PID", String(getpid() + 1), 1)
-        #expect(SystemdNotifier().watchdogInterval == nil)
+        #expect(interval(["WATCHDOG_USEC": "20000000", "WATCHDOG_PID": String(getpid() + 1)]) == nil)
+        #expect(interval([:]) == nil)
+        #expect(interval(["WATCHDOG_USEC": "soon"]) == nil)
+        #expect(throws: SystemdError.self) { try SystemdNotifier.readWatchdogInterval(environment: ["WATCHDOG_USEC": "soon"]) }
+        #expect(throws: SystemdError.self) { try SystemdNotifier.readWatchdogInterval(environment: ["WATCHDOG_USEC": "0"]) }
+    }
 
-        unsetenv("WATCHDOG_PID")
-        unsetenv("WATCHDOG_USEC")
-        #expect(SystemdNotifier().watchdogInterval == nil)
-
-        setenv("WATCHDOG_USEC", "soon", 1)
-        #expect(SystemdNotifier().watchdogInterval == nil)
-        #expect(throws: SystemdError.self) { try SystemdNotifier.readWatchdogInterval() }
+    @Test func abstractNamespaceSocket() throws {
+        let name = "gattd-notifier-test-\(getpid())"
+        let receiver = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(receiver) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = [UInt8(0)] + Array(name.utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path)! + bytes.count)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(receiver, $0, length) }
+        }
+        try #require(bound == 0)
+        #expect(try SystemdNotifier(environment: ["NOTIFY_SOCKET": "@" + name]).ready())
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = recv(receiver, &buffer, buffer.count, 0)
+        #expect(String(decoding: buffer[..<max(count, 0)], as: UTF8.self) == "READY=1")
     }
 
     @Test func checkErrnoPassesResultsAndThrowsNegatives() throws {
