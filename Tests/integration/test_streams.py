@@ -20,12 +20,19 @@ EXAMPLE = os.path.join(REPO, "examples", "stream.py")
 CONFIG = os.path.join(REPO, "examples", "stream.json")
 
 
-def test_delivery_all_at_1khz_for_10s_loses_no_sample(start_gattd, standin, private_bus):
-    g = start_gattd(CONFIG)
+def subscribed(start_gattd, standin, config, uuid):
+    """gattd serving `config` with the control API up; the stand-in's central subscribed to
+    `uuid`; returns the characteristic's path."""
+    g = start_gattd(config)
     standin.call("WaitForApplication", dbus.UInt32(10000))
     assert g.child.wait_for_line("control API ready", 10)
-    path = one_by_uuid(standin.call("Attributes"), SAMPLES)["path"]
+    path = one_by_uuid(standin.call("Attributes"), uuid)["path"]
     standin.call("Subscribe", path, DEVICE)
+    return path
+
+
+def test_delivery_all_at_1khz_for_10s_loses_no_sample(start_gattd, standin, private_bus):
+    path = subscribed(start_gattd, standin, CONFIG, SAMPLES)
     count = 10000  # notifyIntervalMs 1: at most 1,000 per second, so at least 10 s
     producer = subprocess.run(
         ["/usr/bin/python3", EXAMPLE, "--id", "samples", "--count", str(count)],
@@ -42,11 +49,7 @@ def test_delivery_all_at_1khz_for_10s_loses_no_sample(start_gattd, standin, priv
 
 
 def test_queue_full_refuses_with_a_clear_error_and_stores_nothing(start_gattd, standin, private_bus):
-    g = start_gattd(CONFIG)
-    standin.call("WaitForApplication", dbus.UInt32(10000))
-    assert g.child.wait_for_line("control API ready", 10)
-    path = one_by_uuid(standin.call("Attributes"), SAMPLES)["path"]
-    standin.call("Subscribe", path, DEVICE)
+    subscribed(start_gattd, standin, CONFIG, SAMPLES)
     bus = dbus.bus.BusConnection(private_bus.address)
     manager = dbus.Interface(bus.get_object("org.gattd", "/org/gattd"), "org.gattd.Manager1")
     error = None
@@ -69,11 +72,7 @@ def test_queue_full_refuses_with_a_clear_error_and_stores_nothing(start_gattd, s
 
 
 def test_indications_wait_for_confirm(start_gattd, standin, private_bus):
-    g = start_gattd("indicate.json")
-    standin.call("WaitForApplication", dbus.UInt32(10000))
-    assert g.child.wait_for_line("control API ready", 10)
-    path = one_by_uuid(standin.call("Attributes"), "12345678-1234-5678-1234-56789abca001")["path"]
-    standin.call("Subscribe", path, DEVICE)
+    path = subscribed(start_gattd, standin, "indicate.json", "12345678-1234-5678-1234-56789abca001")
     bus = dbus.bus.BusConnection(private_bus.address)
     manager = dbus.Interface(bus.get_object("org.gattd", "/org/gattd"), "org.gattd.Manager1")
     manager.SetValue("alarm", dbus.ByteArray(b"\x01"))

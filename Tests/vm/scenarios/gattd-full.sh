@@ -47,14 +47,7 @@ esac
 
 # The control API: the project's bus policy, and (gattd runs as root here, not as user
 # gattd as under systemd) a guest-only rule that lets root own org.gattd.
-cp "$ROOT/systemd/org.gattd.conf" /etc/dbus-1/system.d/org.gattd.conf
-cat >/etc/dbus-1/system.d/gattd-vm-root.conf <<'XML'
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig><policy user="root"><allow own="org.gattd"/></policy></busconfig>
-XML
-dbus-send --system --print-reply --dest=org.freedesktop.DBus / org.freedesktop.DBus.ReloadConfig >/dev/null \
-    || { echo "FAIL: dbus-daemon did not reload its policy"; exit 1; }
+install_gattd_policy
 
 gattd="" pids=()
 cleanup() { kill "${pids[@]}" $gattd 2>/dev/null; }

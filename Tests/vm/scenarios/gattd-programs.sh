@@ -18,14 +18,7 @@ for f in "$GATTD_BIN" "$GATTCTL_BIN"; do
 done
 
 # The project's bus policy (gattd may call handlers), plus root owning org.gattd here.
-cp "$ROOT/systemd/org.gattd.conf" /etc/dbus-1/system.d/org.gattd.conf
-cat >/etc/dbus-1/system.d/gattd-vm-root.conf <<'XML'
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig><policy user="root"><allow own="org.gattd"/></policy></busconfig>
-XML
-dbus-send --system --print-reply --dest=org.freedesktop.DBus / org.freedesktop.DBus.ReloadConfig >/dev/null \
-    || { echo "FAIL: dbus-daemon did not reload its policy"; exit 1; }
+install_gattd_policy
 
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null' EXIT

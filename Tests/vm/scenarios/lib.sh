@@ -18,3 +18,17 @@ wait_for_line() {
 # elapsed: seconds since the scenario started (for the timing lines).
 SCENARIO_START=$(date +%s.%N)
 elapsed() { awk -v a="$SCENARIO_START" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# install_gattd_policy: the project's bus policy for org.gattd, plus a guest-only rule that
+# lets root own the name (gattd runs as root here, as user gattd under systemd); reloads
+# dbus-daemon. Exits the scenario on failure.
+install_gattd_policy() {
+    cp "$ROOT/systemd/org.gattd.conf" /etc/dbus-1/system.d/org.gattd.conf
+    cat >/etc/dbus-1/system.d/gattd-vm-root.conf <<'XML'
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig><policy user="root"><allow own="org.gattd"/></policy></busconfig>
+XML
+    dbus-send --system --print-reply --dest=org.freedesktop.DBus / org.freedesktop.DBus.ReloadConfig >/dev/null \
+        || { echo "FAIL: dbus-daemon did not reload its policy"; exit 1; }
+}
