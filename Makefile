@@ -26,7 +26,7 @@ RELEASE_FLAGS := -Xswiftc -Xfrontend -Xswiftc -function-sections \
 	-Xlinker -L$(STATIC_CXX_DIR)
 
 .PHONY: all deps build release bench test test-unit test-integration test-vm vm-prepare check-config check-deb \
-	check-release link-order fuzz fuzz-build fuzz-smoke test-asan test-sanitizers chaos \
+	check-release link-order lint-swift fuzz fuzz-build fuzz-smoke test-asan test-sanitizers chaos \
 	demo demo-standin install deb clean
 
 all: build
@@ -50,7 +50,12 @@ link-order: release
 
 # Everything CI runs: unit tests, config examples, the .deb's contents (not installed),
 # integration against the stand-in bluetoothd, and the real bluetoothd in a guest.
-test: build test-unit check-config check-deb check-release test-integration test-asan fuzz-smoke test-vm
+test: build lint-swift test-unit check-config check-deb check-release test-integration test-asan fuzz-smoke test-vm
+
+# swift-format's rules (.swift-format) over Sources, Tests and Fuzz; layout is not enforced
+# (scripts/lint-swift says why).
+lint-swift:
+	SWIFT=$(SWIFT) scripts/lint-swift
 
 # As root, `swift test` runs everything; otherwise the tests that need root (StateStoreTests'
 # full-disk and read-only tmpfs cases, skipped and reported so) run again through sudo.

@@ -2,8 +2,8 @@
 
 internal import CLinux
 import Glibc
-import SystemCalls
 public import Mainloop
+import SystemCalls
 
 /// One program run without a shell, supervised by the event loop: never blocks it.
 ///

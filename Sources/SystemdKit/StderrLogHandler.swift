@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 
 import Glibc
-import SystemCalls
 import Logging
+import SystemCalls
 
 /// A swift-log handler writing one line per message, `level: message key=value …`,
 /// to a file descriptor (stderr by default).

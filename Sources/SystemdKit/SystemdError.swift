@@ -12,9 +12,9 @@ public enum SystemdError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case let .system(error):
+        case .system(let error):
             return error.description
-        case let .invalidAssignment(key, reason):
+        case .invalidAssignment(let key, let reason):
             return "invalid sd_notify assignment \"\(key)\": \(reason)"
         }
     }

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 
 import Glibc
+import SystemCalls
 import Testing
 
-import SystemCalls
 @testable import SystemdKit
 
 /// Each test gives the notifier an environment of its own: the process environment is

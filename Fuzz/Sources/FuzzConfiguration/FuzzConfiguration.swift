@@ -5,8 +5,8 @@
 // for a valid configuration, the `gattd --check` report and the reload diff against the
 // example configuration and against itself. Checked: an invalid document reports at least
 // one error, each with a message; a configuration compared with itself has no changes.
-import FuzzSupport
 import BLEModel
+import FuzzSupport
 
 @_cdecl("FuzzConfiguration_main")
 public func main(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {

@@ -10,10 +10,10 @@
 //   generic decoder for every argument;
 // - every typed accessor on every value, `GattRequestOptions` from each `a{sv}` (both
 //   ways agree), and `ControlRequest` for each org.gattd.Manager1 method.
-import FuzzSupport
 import CDBus
-import Glibc
 import Control
+import FuzzSupport
+import Glibc
 @testable import BlueZ
 @testable import DBusKit
 

@@ -6,9 +6,9 @@
 // - every attribute restore changes takes the saved value of its own kind, every saved
 //   value is either restored or dropped with a reason, and nothing is dropped that the
 //   file does not hold (the same id may be in several sections).
-import FuzzSupport
 import BLEModel
 import DaemonCore
+import FuzzSupport
 import Logging
 
 /// The fixed configuration the fuzzed state is restored into: characteristics and a

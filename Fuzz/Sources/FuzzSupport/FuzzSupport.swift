@@ -6,7 +6,7 @@
 public typealias FuzzCallback = @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
 
 @_silgen_name("LLVMFuzzerRunDriver")
-private func LLVMFuzzerRunDriver(
+private func runDriver(
     _ argc: UnsafeMutablePointer<Int32>,
     _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
     _ callback: FuzzCallback
@@ -19,7 +19,7 @@ public func runFuzzer(
 ) -> Int32 {
     var count = argc
     var arguments = argv
-    return LLVMFuzzerRunDriver(&count, &arguments, callback)
+    return runDriver(&count, &arguments, callback)
 }
 
 /// The input as bytes (libFuzzer passes a null pointer for the empty input).
