@@ -10,6 +10,8 @@ DESTDIR      ?=
 VERSION      ?= 0.1.0
 
 DEBUG_BIN    := .build/debug
+MAN_DIR      := .build/man
+MAN_PAGES    := $(MAN_DIR)/gattd.8 $(MAN_DIR)/gattctl.1 $(MAN_DIR)/gattd.json.5
 RELEASE_BIN  := .build/release
 
 # Release link, for memory (BENCHMARKS.md, "Where the memory goes"): lld lays out the
@@ -25,8 +27,8 @@ RELEASE_FLAGS := -Xswiftc -Xfrontend -Xswiftc -function-sections \
 	-Xlinker --no-export-dynamic \
 	-Xlinker -L$(STATIC_CXX_DIR)
 
-.PHONY: all deps build release bench test test-unit test-integration test-vm vm-prepare check-config check-deb \
-	check-release link-order lint-swift fuzz fuzz-build fuzz-smoke test-asan test-sanitizers chaos \
+.PHONY: all deps build man check-man check-lintian release bench test test-unit test-integration test-vm vm-prepare \
+	check-config check-deb check-release link-order lint-swift fuzz fuzz-build fuzz-smoke test-asan test-sanitizers chaos \
 	demo demo-standin install deb clean
 
 all: build
@@ -34,8 +36,15 @@ all: build
 deps:
 	scripts/install-deps
 
-build: deps
+build: deps man
 	$(SWIFT) build $(SWIFT_FLAGS)
+
+# Man pages gattd(8), gattctl(1), gattd.json(5) from man/*.scd (scdoc).
+man: $(MAN_PAGES)
+
+$(MAN_DIR)/%: man/%.scd
+	@mkdir -p $(MAN_DIR)
+	scdoc <$< >$@.tmp && mv $@.tmp $@
 
 release: deps
 	mkdir -p $(STATIC_CXX_DIR)
@@ -50,7 +59,8 @@ link-order: release
 
 # Everything CI runs: unit tests, config examples, the .deb's contents (not installed),
 # integration against the stand-in bluetoothd, and the real bluetoothd in a guest.
-test: build lint-swift test-unit check-config check-deb check-release test-integration test-asan fuzz-smoke test-vm
+test: build lint-swift test-unit check-config check-man check-deb check-lintian check-release test-integration test-asan \
+	fuzz-smoke test-vm
 
 # swift-format's rules (.swift-format) over Sources, Tests and Fuzz; layout is not enforced
 # (scripts/lint-swift says why).
@@ -106,8 +116,16 @@ chaos: build
 	  GATTD_BIN=$(CURDIR)/$(DEBUG_BIN)/gattd $(PYTHON) -m pytest -q -s Tests/integration/test_chaos.py \
 	  Tests/integration/test_state.py -k "chaos or in_flight or crash_under_write_storm"
 
-check-deb:
+check-deb: man
 	scripts/check-deb $(DEBUG_BIN)
+
+# Every option gattd --help and gattctl --help list, and every schema key, is in the man pages.
+check-man: build
+	scripts/check-man $(DEBUG_BIN) $(MAN_DIR)
+
+# lintian on the .deb built from the release binaries: no error or warning tag may appear.
+check-lintian: release man
+	scripts/check-lintian $(RELEASE_BIN)
 
 # The release build's link (order file, static libstdc++, RELR) and a loadgen smoke run.
 check-release: release
@@ -115,11 +133,11 @@ check-release: release
 
 # Release binaries, unit, sysusers, D-Bus policy, /etc/gattd/gattd.json (kept if present),
 # schema and README. `make install DESTDIR=/tmp/root PREFIX=/usr/local` stages elsewhere.
-install: release
+install: release man
 	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" SYSCONFDIR="$(SYSCONFDIR)" scripts/install-files $(RELEASE_BIN)
 
 # gattd_$(VERSION)_<arch>.deb in the repository root (dpkg-deb; see packaging/debian/).
-deb: release
+deb: release man
 	VERSION="$(VERSION)" scripts/make-deb $(CURDIR) $(RELEASE_BIN)
 
 # The real bluetoothd 5.66 in a throwaway QEMU guest with two virtual controllers
