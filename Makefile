@@ -78,7 +78,7 @@ test-unit:
 	fi
 
 check-config:
-	@for f in config/*.json; do \
+	@for f in config/*.json config/examples/*/*.json; do \
 	  case $$f in *.schema.json) continue;; esac; \
 	  $(DEBUG_BIN)/gattd --check --config $$f >/dev/null || exit 1; \
 	  echo "gattd --check $$f: OK"; \

@@ -1,0 +1,120 @@
+# SPDX-License-Identifier: MIT
+"""config/examples/ end to end against the stand-in bluetoothd (issue 16 item 4).
+
+Wi-Fi provisioning runs the example file unchanged, with a stand-in `nmcli`
+(standin-bin/nmcli) first on gattd's PATH. The environmental sensor runs the example with
+its sysfs paths pointed at files of the test's own (the only change)."""
+
+import json
+import os
+import struct
+import time
+
+import dbus
+
+from conftest import REPO
+from harness import DEVICE, one_by_uuid
+
+EXAMPLES = os.path.join(REPO, "config", "examples")
+STANDIN_BIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standin-bin")
+MTU = dbus.UInt16(185)
+WAIT_MS = dbus.UInt32(10000)
+SECURITY_LOW, SECURITY_MEDIUM = 1, 2
+ATT_INSUFFICIENT_ENCRYPTION = 0x0F
+
+
+def wait_until(condition, what, timeout=10):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        assert time.monotonic() < deadline, "timed out waiting for " + what
+        time.sleep(0.02)
+
+
+def wifi_uuid(n):
+    return "3f1e%04x-6c1d-4a3e-9a5e-1f2b7c3d4e50" % n
+
+
+def test_wifi_provisioning_applies_credentials_through_nmcli(start_gattd, standin, tmp_path):
+    state = tmp_path / "nmcli"
+    state.mkdir()
+    (state / "networks").write_text("HomeNet\tsecret123\nCafe: Free\topen sesame\n")
+    calls = state / "calls"
+    env = {"PATH": STANDIN_BIN + ":" + os.environ["PATH"], "NMCLI_STANDIN_STATE": str(state)}
+    g = start_gattd(os.path.join(EXAMPLES, "wifi-provisioning", "wifi-provisioning.json"), env=env)
+    standin.call("WaitForApplication", WAIT_MS)
+    attributes = standin.call("Attributes")
+    networks, credentials, status = (one_by_uuid(attributes, wifi_uuid(n))["path"] for n in (2, 3, 4))
+
+    def read(path):
+        return bytes(standin.call("Read", path, dbus.UInt16(0), MTU, DEVICE))
+
+    def write(value):
+        return int(standin.call("WriteAtt", credentials, dbus.ByteArray(value), dbus.UInt16(0), MTU, DEVICE, False))
+
+    def connect_calls():
+        text = calls.read_text() if calls.exists() else ""
+        return [c.split("\n") for c in text.split("\n\n") if c.startswith("--wait")]
+
+    # The network list, unescaped (nmcli -t writes "Cafe\: Free"), one SSID per line.
+    assert wait_until(lambda: read(networks) == b"HomeNet\nCafe: Free", "the network list")
+    standin.call("Subscribe", status, DEVICE)
+    assert wait_until(lambda: read(status) == b"disconnected", "the first status")
+
+    # bluetoothd refuses the write on an unencrypted link; nmcli never runs.
+    standin.call("SetSecurity", dbus.Byte(SECURITY_LOW))
+    assert write(b"HomeNet\nsecret123") == ATT_INSUFFICIENT_ENCRYPTION
+    assert connect_calls() == []
+
+    standin.call("SetSecurity", dbus.Byte(SECURITY_MEDIUM))
+    # A wrong passphrase: nmcli fails, the hook answers ATT error 0x80, still disconnected.
+    assert write(b"HomeNet\nwrong") == 0x80
+    assert connect_calls() == [["--wait", "20", "device", "wifi", "connect", "HomeNet", "password", "wrong"]]
+    # Not "SSID newline passphrase": refused with 0x81 before nmcli is asked.
+    assert write(b"HomeNet") == 0x81
+    assert len(connect_calls()) == 1
+
+    # The right one, with a ':' and a space in the SSID: applied, and the status notified.
+    assert write(b"Cafe: Free\nopen sesame") == 0
+    assert connect_calls()[-1] == ["--wait", "20", "device", "wifi", "connect", "Cafe: Free", "password",
+                                   "open sesame"]
+    values = wait_until(lambda: [bytes(v) for v in standin.call("Notifications", status)
+                                 if bytes(v) == b"connected Cafe: Free"], "the status notification")
+    assert values
+    assert read(status) == b"connected Cafe: Free"
+    # The passphrase is neither readable nor in gattd's log.
+    assert standin.call("ReadAtt", credentials, dbus.UInt16(0), MTU, DEVICE)[0] != 0
+    assert g.alive()
+    with open(g.log.name) as log:
+        assert "open sesame" not in log.read()
+
+
+def test_environmental_sensor_serves_iio_readings(start_gattd, standin, tmp_path):
+    with open(os.path.join(EXAMPLES, "environmental-sensor", "environmental-sensor.json")) as f:
+        config = json.load(f)
+    iio = tmp_path / "iio:device0"
+    iio.mkdir()
+    for characteristic in config["services"][0]["characteristics"]:
+        source = characteristic["update"]["source"]["file"]
+        source["path"] = str(iio / os.path.basename(source["path"]))
+    path = tmp_path / "environmental-sensor.json"
+    path.write_text(json.dumps(config))
+    # What a BME280 reports through iio: millidegrees, milli-percent, kPa.
+    (iio / "in_temp_input").write_text("21370\n")
+    (iio / "in_humidityrelative_input").write_text("45123\n")
+    (iio / "in_pressure_input").write_text("101.325000000\n")
+
+    start_gattd(str(path))
+    standin.call("WaitForApplication", WAIT_MS)
+    attributes = standin.call("Attributes")
+    temperature, humidity, pressure = (one_by_uuid(attributes, u)["path"] for u in ("2a6e", "2a6f", "2a6d"))
+
+    def read(path):
+        return bytes(standin.call("Read", path, dbus.UInt16(0), MTU, DEVICE))
+
+    # 0.01 degC, 0.01 %, 0.1 Pa, little-endian (GATT Specification Supplement).
+    assert wait_until(lambda: read(temperature) == struct.pack("<h", 2137), "the temperature")
+    assert wait_until(lambda: read(humidity) == struct.pack("<H", 4512), "the humidity")
+    assert wait_until(lambda: read(pressure) == struct.pack("<I", 1013250), "the pressure")
