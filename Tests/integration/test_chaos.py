@@ -168,4 +168,8 @@ def test_bluetoothd_and_adapter_chaos_leaves_gattd_registered_once_with_no_growt
     assert g.alive()
     assert fds_after == fds_before, "file descriptors %d -> %d" % (fds_before, fds_after)
     growth = rss_after - rss_before
+    if "ASAN_OPTIONS" in os.environ:
+        # Under AddressSanitizer freed memory waits in its quarantine (256 MB by default)
+        # before reuse, so VmRSS grows with every allocation; the plain run bounds memory.
+        return
     assert growth <= 1024, "VmRSS grew by %d KiB over %d cycles" % (growth, cycles)
