@@ -19,6 +19,9 @@ RELEASE_BIN  := .build/release
 # in its own section so it can; relative relocations packed (RELR); libstdc++ (the Swift
 # runtime's C++) linked statically from a directory that holds only libstdc++.a; and only
 # the symbols gattd imports in the dynamic symbol table.
+# Nothing here is specific to x86-64: the Swift toolchain ships lld for aarch64 too, RELR
+# needs lld >= 15 and glibc >= 2.36 (Debian 12) on both, and the order file holds Swift
+# symbol names, which do not depend on the architecture (README, "Building on an arm64 board").
 STATIC_CXX_DIR := $(CURDIR)/.build/static-libstdcxx
 RELEASE_FLAGS := -Xswiftc -Xfrontend -Xswiftc -function-sections \
 	-Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld \
