@@ -118,3 +118,35 @@ def test_environmental_sensor_serves_iio_readings(start_gattd, standin, tmp_path
     assert wait_until(lambda: read(temperature) == struct.pack("<h", 2137), "the temperature")
     assert wait_until(lambda: read(humidity) == struct.pack("<H", 4512), "the humidity")
     assert wait_until(lambda: read(pressure) == struct.pack("<I", 1013250), "the pressure")
+
+
+NUS = "6e40%04x-b5a3-f393-e0a9-e50e24dcca9e"
+
+
+def test_uart_bridge_carries_writes_to_a_program_and_its_output_back(start_gattd, standin, private_bus):
+    from conftest import gattd_binary
+    from harness import Child
+    start_gattd(os.path.join(EXAMPLES, "uart-bridge", "uart-bridge.json"))
+    standin.call("WaitForApplication", WAIT_MS)
+    attributes = standin.call("Attributes")
+    rx, tx = (one_by_uuid(attributes, NUS % n)["path"] for n in (2, 3))
+    standin.call("Subscribe", tx, DEVICE)
+    program = ["/bin/sh", "-c", 'while IFS= read -r line; do printf "got: %s\\n" "$line"; done']
+    bridge = Child([os.path.join(EXAMPLES, "uart-bridge", "nus-bridge"), "--"] + program,
+                   env_extra={"DBUS_SYSTEM_BUS_ADDRESS": private_bus.address,
+                              "GATTCTL": os.path.join(os.path.dirname(gattd_binary()), "gattctl")})
+    try:
+        assert bridge.wait_for_line("nus-bridge: uart-rx <-> uart-tx", 10)
+        standin.call("Write", rx, dbus.ByteArray(b"hello\n"), dbus.UInt16(0), MTU, DEVICE, False)
+        # 56 bytes of output: notified as 20 + 20 + 16, in order.
+        standin.call("Write", rx, dbus.ByteArray(b"x" * 50 + b"\n"), dbus.UInt16(0), MTU, DEVICE, False)
+        expected = b"got: hello\n" + b"got: " + b"x" * 50 + b"\n"
+
+        def received():
+            values = [bytes(v) for v in standin.call("Notifications", tx)]
+            return values if sum(map(len, values)) >= len(expected) else None
+        values = wait_until(received, "the program's output as notifications")
+        assert b"".join(values) == expected
+        assert max(map(len, values)) <= 20
+    finally:
+        bridge.stop()
