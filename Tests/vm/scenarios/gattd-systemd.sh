@@ -7,7 +7,8 @@
 # is ready (registered and advertising), the journal has structured fields (GATT_ID=),
 # `systemctl reload` works, SIGKILL is restarted (Restart=on-failure), a stopped (SIGSTOP)
 # gattd is restarted by the watchdog, and a real central reads back a value it wrote
-# before the restarts (StateDirectory under the sandbox).
+# before the restarts (StateDirectory under the sandbox). Last, the drop-ins of
+# systemd/examples: a hook writes a device node and a file only with them.
 # Environment: GATTD_BIN (gattctl next to it), GATTD_CONFIG (default configs/full.json),
 #   GATTD_VM_DROPIN (extra [Service] lines for the drop-in, ';'-separated).
 set -uo pipefail
@@ -113,4 +114,36 @@ echo "SIGSTOP: watchdog timeout (WatchdogSec=3s), restarted in $(( $(date +%s) -
 
 # --- the central again: advertisement, services, the value written before ----------------
 central
+# --- hooks under the sandbox: systemd/examples drop-ins ------------------------------------
+# A deciding hook writes to a device node (a clone of /dev/kmsg, 1:11, so what it writes is
+# seen in dmesg; not one of PrivateDevices=' pseudo devices) and to a file outside the
+# state directory. Without drop-ins both writes fail (the private /dev has no such node;
+# ProtectSystem=strict), so the hook answers ATT 0x82; with devices.conf and
+# writable-paths.conf, their example paths replaced by these, both succeed.
+sandbox_central() {
+    /usr/bin/python3 -u "$VM/sandbox-central.py" --adapter hci1 --peer "$HCI0_ADDR" "$@" || exit 1
+}
+mknod -m 0600 /dev/gattd-test-kmsg c 1 11 && chown gattd:gattd /dev/gattd-test-kmsg
+mkdir -p /srv/gattd-test && chown gattd:gattd /srv/gattd-test
+cp "$VM/configs/sandbox.json" /etc/gattd/gattd.json
+systemctl restart gattd.service || { echo "FAIL: systemctl restart gattd (sandbox.json)"; exit 1; }
+sandbox_central device=01:0x82 file=02:0x82
+! dmesg | grep -q 'gattd-sandbox-test 01' || { echo "FAIL: the device write got through without the drop-in"; exit 1; }
+[ ! -e /srv/gattd-test/brightness ] || { echo "FAIL: the file was written without the drop-in"; exit 1; }
+echo "sandbox without drop-ins: the hook cannot write /dev/gattd-test-kmsg or /srv/gattd-test (ATT 0x82)"
+sed -e 's|^DeviceAllow=/dev/ttyUSB0 rw$|DeviceAllow=/dev/gattd-test-kmsg w|' -e '/^DeviceAllow=\/dev\/gpiochip0/d' \
+    "$ROOT/systemd/examples/devices.conf" >/etc/systemd/system/gattd.service.d/devices.conf
+getent group dialout >/dev/null || sed -i '/^SupplementaryGroups=dialout$/d' /etc/systemd/system/gattd.service.d/devices.conf
+sed -e 's|^ReadWritePaths=.*|ReadWritePaths=/srv/gattd-test|' \
+    "$ROOT/systemd/examples/writable-paths.conf" >/etc/systemd/system/gattd.service.d/writable-paths.conf
+grep -q '^DeviceAllow=/dev/gattd-test-kmsg w$' /etc/systemd/system/gattd.service.d/devices.conf &&
+    grep -q '^ReadWritePaths=/srv/gattd-test$' /etc/systemd/system/gattd.service.d/writable-paths.conf ||
+    { echo "FAIL: systemd/examples changed; the substitutions above no longer apply"; exit 1; }
+systemctl daemon-reload
+systemctl restart gattd.service || { echo "FAIL: systemctl restart gattd with the drop-ins"; journalctl -u gattd --no-pager -n 20; exit 1; }
+sandbox_central device=01:ok file=02:ok
+dmesg | grep -q 'gattd-sandbox-test 01' || { echo "FAIL: the hook's device write is not in dmesg"; exit 1; }
+[ "$(cat /srv/gattd-test/brightness)" = 02 ] || { echo "FAIL: /srv/gattd-test/brightness is not 02"; exit 1; }
+echo "sandbox with devices.conf + writable-paths.conf: the hook wrote the device (dmesg: $(dmesg | grep -o 'gattd-sandbox-test 01' | head -1)) and the file (02)"
+
 echo "scenario passed in $(elapsed) s"
