@@ -9,8 +9,8 @@ extension Advertiser {
     /// adapter is in use and it is enabled, registers it.
     /// - Throws: when the object cannot be exported (its path is taken).
     public func add(_ definition: AdvertisementDefinition) throws(DBusError) {
-        var used = Set(slots.map { String($0.exported.path.elements.last ?? "") })
-        let path = try Self.rootPath.appending(Self.pathElement(definition.id, used: &used))
+        var used = Set(slots.map(\.exported.path))
+        let path = Self.rootPath.appendingUniqueElement(for: definition.id, used: &used)
         let exported = ExportedAdvertisement(path: path, definition: definition)
         exported.trustedSender = owner
         let slot = Slot(exported: exported, state: definition.enabled ? .waitingForAdapter : .disabled)

@@ -73,9 +73,9 @@ public final class Advertiser {
         self.logger = logger
         self.alias = configuration.alias
         connection.addObjectManager(at: Self.rootPath)
-        var used = Set<String>()
+        var used = Set<ObjectPath>()
         for definition in configuration.advertisements {
-            let path = try Self.rootPath.appending(Self.pathElement(definition.id, used: &used))
+            let path = Self.rootPath.appendingUniqueElement(for: definition.id, used: &used)
             let exported = ExportedAdvertisement(path: path, definition: definition)
             let slot = Slot(exported: exported, state: definition.enabled ? .waitingForAdapter : .disabled)
             exported.onRelease = { [unowned self, unowned slot] in self.released(slot) }
@@ -83,27 +83,6 @@ public final class Advertiser {
             try connection.export(exported, at: path)
             slots.append(slot)
         }
-    }
-
-    /// `id` with every character outside `[A-Za-z0-9_]` replaced by `_`, unique.
-    static func pathElement(_ id: String, used: inout Set<String>) -> String {
-        var element = String(
-            String.UnicodeScalarView(
-                id.unicodeScalars.map { scalar -> Unicode.Scalar in
-                    switch scalar {
-                    case "a"..."z", "A"..."Z", "0"..."9", "_": return scalar
-                    default: return "_"
-                    }
-                }))
-        if element.isEmpty { element = "_" }
-        var candidate = element
-        var suffix = 2
-        while used.contains(candidate) {
-            candidate = element + "_\(suffix)"
-            suffix += 1
-        }
-        used.insert(candidate)
-        return candidate
     }
 
     /// True when no enabled advertisement waits for bluetoothd: each is advertising,

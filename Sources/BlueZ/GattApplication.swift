@@ -63,10 +63,10 @@ public final class GattApplication: NotificationSink {
 
     private func build(_ configuration: Configuration) throws(DBusError) {
         connection.addObjectManager(at: rootPath)
-        var used = Set<String>()
+        var used = Set<ObjectPath>()
         var servicePaths: [String: ObjectPath] = [:]
         for service in configuration.servicesInRegistrationOrder {
-            let path = try uniquePath(rootPath, element: service.id, used: &used)
+            let path = rootPath.appendingUniqueElement(for: service.id, used: &used)
             servicePaths[service.id] = path
             let exported = ExportedService(path: path, definition: service)
             exported.includes = service.includes.compactMap { servicePaths[$0] }
@@ -74,7 +74,7 @@ public final class GattApplication: NotificationSink {
             try export(exported, at: path)
             for characteristic in service.characteristics {
                 guard let attribute = database[characteristic.id] else { continue }
-                let characteristicPath = try uniquePath(path, element: characteristic.id, used: &used)
+                let characteristicPath = path.appendingUniqueElement(for: characteristic.id, used: &used)
                 let object = ExportedAttribute(
                     path: characteristicPath, parentPath: path, attribute: attribute,
                     flags: characteristic.flags.map(\.rawValue), requests: requests)
@@ -119,24 +119,3 @@ public final class GattApplication: NotificationSink {
     }
 }
 
-/// `parent/<element>` with every character outside `[A-Za-z0-9_]` replaced by `_`, made
-/// unique with a numeric suffix if two ids collide after that.
-func uniquePath(_ parent: ObjectPath, element: String, used: inout Set<String>) throws(DBusError) -> ObjectPath {
-    var sanitized = String(
-        String.UnicodeScalarView(
-            element.unicodeScalars.map { scalar in
-                switch scalar {
-                case "a"..."z", "A"..."Z", "0"..."9", "_": return scalar
-                default: return "_"
-                }
-            }))
-    if sanitized.isEmpty { sanitized = "_" }
-    var candidate = parent.rawValue + "/" + sanitized
-    var suffix = 2
-    while used.contains(candidate) {
-        candidate = parent.rawValue + "/" + sanitized + "_\(suffix)"
-        suffix += 1
-    }
-    used.insert(candidate)
-    return try ObjectPath(candidate)
-}

@@ -44,6 +44,31 @@ public struct ObjectPath: Hashable, Sendable, Comparable, CustomStringConvertibl
         try ObjectPath(rawValue == "/" ? "/" + element : rawValue + "/" + element)
     }
 
+    /// This path plus one element made from `id`, not yet in `used` (which receives it):
+    /// the one place gattd turns configuration ids into object paths. Characters outside
+    /// `[A-Za-z0-9_]` become `_` (an empty id gives `_`); when the result is taken,
+    /// `_2`, `_3`, … is appended until it is not.
+    public func appendingUniqueElement(for id: String, used: inout Set<ObjectPath>) -> ObjectPath {
+        var element = String(
+            String.UnicodeScalarView(
+                id.unicodeScalars.map { scalar -> Unicode.Scalar in
+                    switch scalar {
+                    case "a"..."z", "A"..."Z", "0"..."9", "_": return scalar
+                    default: return "_"
+                    }
+                }))
+        if element.isEmpty { element = "_" }
+        let prefix = rawValue == "/" ? "/" : rawValue + "/"
+        var candidate = ObjectPath(unchecked: prefix + element)
+        var suffix = 2
+        while used.contains(candidate) {
+            candidate = ObjectPath(unchecked: prefix + element + "_\(suffix)")
+            suffix += 1
+        }
+        used.insert(candidate)
+        return candidate
+    }
+
     /// The elements of the path (`[]` for `/`).
     public var elements: [Substring] { rawValue.split(separator: "/") }
 
