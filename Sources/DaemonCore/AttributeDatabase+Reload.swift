@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 
+public import BLEModel
+
 extension AttributeDatabase {
     /// After a reload rebuilt the tree: copies into this (new) database the values of
     /// `old`'s attributes that a central or a program wrote, where they still fit by the
@@ -10,35 +12,35 @@ extension AttributeDatabase {
     /// - Returns: the written values that were not copied, each with the reason.
     @discardableResult
     public func carryOver(from old: AttributeDatabase) -> [DroppedValue] {
-        var dropped: [DroppedValue] = []
-        for previous in old.attributes where previous.hasBeenWritten {
-            guard let attribute = self[previous.id] else {
-                dropped.append(DroppedValue(id: previous.id, reason: "no longer defined"))
-                continue
-            }
-            guard attribute.isCharacteristic == previous.isCharacteristic else {
-                dropped.append(
-                    DroppedValue(
-                        id: previous.id,
-                        reason: "is now a \(attribute.isCharacteristic ? "characteristic" : "descriptor")"))
-                continue
-            }
-            guard attribute.uuid == previous.uuid else {
-                dropped.append(
-                    DroppedValue(
-                        id: previous.id,
-                        reason: "UUID changed from \(previous.uuid.shortForm) to \(attribute.uuid.shortForm)"))
-                continue
-            }
-            if case .failure = set(attribute, to: previous.value, origin: .restored) {
-                dropped.append(
-                    DroppedValue(
-                        id: previous.id,
-                        reason: "length \(previous.value.count) is outside "
-                            + "\(attribute.minLength)...\(attribute.maxLength)"))
-            }
+        old.attributes.filter(\.hasBeenWritten).compactMap { previous in
+            restoreValue(previous.value, id: previous.id, uuid: previous.uuid, isCharacteristic: previous.isCharacteristic)
+                .map { DroppedValue(id: previous.id, reason: $0) }
         }
-        return dropped
+    }
+
+    /// The one rule for putting back an earlier value, used after a restart (the state
+    /// file, `Persistence.restore`) and after a reload (`carryOver`): the attribute `id`
+    /// must still exist, be of the same kind, still be kept (`keeps`), have the same UUID
+    /// and take the length. The value is set with origin `.restored`.
+    ///
+    /// - Returns: nil when set, else why not (`no longer defined`, `is now a descriptor`,
+    ///   `no longer persistent`, `UUID changed from 2a19 to 2a1a`, `length 3 is outside 1...2`).
+    public func restoreValue(
+        _ value: [UInt8], id: String, uuid: BluetoothUUID, isCharacteristic: Bool,
+        keeps: (Attribute) -> Bool = { _ in true }
+    ) -> String? {
+        guard let attribute = self[id] else { return "no longer defined" }
+        guard attribute.isCharacteristic == isCharacteristic else {
+            return "is now a \(attribute.isCharacteristic ? "characteristic" : "descriptor")"
+        }
+        guard keeps(attribute) else { return "no longer persistent" }
+        guard attribute.uuid == uuid else {
+            return "UUID changed from \(uuid.shortForm) to \(attribute.uuid.shortForm)"
+        }
+        guard case .success = set(attribute, to: value, origin: .restored) else {
+            return "length \(value.count) is outside \(attribute.minLength)...\(attribute.maxLength)"
+        }
+        return nil
     }
 
     /// A reload that kept the tree changed the configured value of `attribute`: it becomes

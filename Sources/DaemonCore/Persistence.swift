@@ -149,21 +149,10 @@ public final class Persistence {
         return dropped
     }
 
-    /// nil when applied, else why not.
+    /// nil when applied, else why not (`AttributeDatabase.restoreValue`'s rule).
     private func apply(_ value: StateDocument.SavedValue, to id: String, asCharacteristic: Bool) -> String? {
-        guard let attribute = database[id] else { return "no longer defined" }
-        guard attribute.isCharacteristic == asCharacteristic else {
-            return "is now a \(attribute.isCharacteristic ? "characteristic" : "descriptor")"
-        }
-        guard persists(attribute) else { return "no longer persistent" }
-        guard attribute.uuid == value.uuid else {
-            return "UUID changed from \(value.uuid.shortForm) to \(attribute.uuid.shortForm)"
-        }
-        guard (attribute.minLength...attribute.maxLength).contains(value.value.count) else {
-            return "length \(value.value.count) is outside \(attribute.minLength)...\(attribute.maxLength)"
-        }
-        database.set(attribute, to: value.value, origin: .restored)
-        return nil
+        database.restoreValue(
+            value.value, id: id, uuid: value.uuid, isCharacteristic: asCharacteristic, keeps: { persists($0) })
     }
 
     // MARK: - Writes
