@@ -30,7 +30,7 @@ RELEASE_FLAGS := -Xswiftc -Xfrontend -Xswiftc -function-sections \
 	-Xlinker --no-export-dynamic \
 	-Xlinker -L$(STATIC_CXX_DIR)
 
-.PHONY: all deps build man check-man check-lintian release bench test test-unit test-integration test-vm vm-prepare \
+.PHONY: all deps build man check-man check-lintian check-link-aarch64 release bench test test-unit test-integration test-vm vm-prepare \
 	check-config check-deb check-release link-order lint-swift fuzz fuzz-build fuzz-smoke test-asan test-sanitizers chaos \
 	demo demo-standin install deb clean
 
@@ -62,7 +62,7 @@ link-order: release
 
 # Everything CI runs: unit tests, config examples, the .deb's contents (not installed),
 # integration against the stand-in bluetoothd, and the real bluetoothd in a guest.
-test: build lint-swift test-unit check-config check-man check-deb check-lintian check-release test-integration test-asan \
+test: build lint-swift test-unit check-config check-man check-deb check-lintian check-release check-link-aarch64 test-integration test-asan \
 	fuzz-smoke test-vm
 
 # swift-format's rules (.swift-format) over Sources, Tests and Fuzz; layout is not enforced
@@ -129,6 +129,11 @@ check-man: build
 # lintian on the .deb built from the release binaries: no error or warning tag may appear.
 check-lintian: release man
 	scripts/check-lintian $(RELEASE_BIN)
+
+# The release link's options (function sections, lld, RELR, order file) on aarch64 objects,
+# with this toolchain's swiftc, clang and lld: the link is not tied to the build machine.
+check-link-aarch64:
+	scripts/check-link-aarch64
 
 # The release build's link (order file, static libstdc++, RELR) and a loadgen smoke run.
 check-release: release
