@@ -45,7 +45,7 @@ build: deps man
 # Man pages gattd(8), gattctl(1), gattd.json(5) from man/*.scd (scdoc).
 man: $(MAN_PAGES)
 
-$(MAN_DIR)/%: man/%.scd
+$(MAN_DIR)/%: man/%.scd | deps
 	@mkdir -p $(MAN_DIR)
 	scdoc <$< >$@.tmp && mv $@.tmp $@
 
