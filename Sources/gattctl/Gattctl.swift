@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 import ArgumentParser
+import Control
 import Glibc
 
 /// `gattctl`: the command-line client of gattd's control API (org.gattd.Manager1).
@@ -15,6 +16,7 @@ struct Gattctl: ParsableCommand {
 
             \(ExitStatus.helpText)
             """,
+        version: "gattctl \(gattdVersion)",
         subcommands: [
             ListCommand.self, GetCommand.self, SetCommand.self, WatchCommand.self, AdvertiseCommand.self,
             StatusCommand.self,
