@@ -18,6 +18,7 @@ sys.path.insert(0, os.path.join(REPO, "Tests", "standin"))
 
 from harness import Child  # noqa: E402
 from fixtures import print_on_failure, private_bus, pytest_runtest_makereport, standin  # noqa: E402,F401
+from notify_socket import NotifySocket  # noqa: E402
 
 CONFIGS = os.path.join(HERE, "configs")
 
@@ -66,3 +67,11 @@ def start_gattd(private_bus, tmp_path, request):
     for g in started:
         g.stop()
     print_on_failure(request, "gattd output", log_path)
+
+
+@pytest.fixture
+def notify():
+    """systemd's side of sd_notify: pass notify.env() to start_gattd (notify_socket.py)."""
+    sock = NotifySocket()
+    yield sock
+    sock.close()

@@ -10,7 +10,6 @@ sets the number of disruptions; `make chaos` runs 100 of them and the long SIGKI
 Every wait is on a D-Bus reply, an sd_notify datagram or a process exit, with a deadline.
 """
 
-import json
 import os
 import shutil
 import signal
@@ -20,7 +19,7 @@ import pytest
 
 from conftest import CONFIGS
 from harness import DEVICE, one_by_uuid
-from notify_socket import NotifySocket
+from fixtures import edit_config
 
 WAIT_MS = dbus.UInt32(15000)
 MTU = dbus.UInt16(23)
@@ -30,25 +29,10 @@ TICK = "2A19"
 
 
 @pytest.fixture
-def notify():
-    sock = NotifySocket()
-    yield sock
-    sock.close()
-
-
-@pytest.fixture
 def config(tmp_path):
     path = str(tmp_path / "gattd.json")
     shutil.copy(os.path.join(CONFIGS, "chaos.json"), path)
     return path
-
-
-def edit_config(path, change):
-    with open(path) as f:
-        document = json.load(f)
-    change(document)
-    with open(path, "w") as f:
-        json.dump(document, f, indent=1)
 
 
 def toggle_extra(path):

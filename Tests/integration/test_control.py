@@ -14,7 +14,8 @@ import dbus
 import pytest
 
 from conftest import REPO
-from harness import DEVICE, Child, one_by_uuid
+from harness import DEVICE, Child
+from fixtures import path_of
 
 WAIT_MS = dbus.UInt32(10000)
 MTU = dbus.UInt16(23)
@@ -48,10 +49,6 @@ def gattd(start_gattd, standin):
     assert g.child.wait_for_line("control API ready", 10), "gattd did not take org.gattd"
     yield g
     assert getattr(g, "restarted", False) or g.alive(), "gattd exited during the test"
-
-
-def path_of(standin, uuid):
-    return one_by_uuid(standin.call("Attributes"), uuid)["path"]
 
 
 def adverts(standin):

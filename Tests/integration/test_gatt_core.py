@@ -11,6 +11,7 @@ import dbus
 import pytest
 
 from harness import DEVICE, DEVICE2, one_by_uuid, by_uuid
+from fixtures import path_of, read, write
 
 WAIT_MS = dbus.UInt32(10000)
 MTU = dbus.UInt16(23)
@@ -38,18 +39,6 @@ def gattd(start_gattd, standin):
     owner, path = standin.call("WaitForApplication", WAIT_MS)
     yield g, str(owner), str(path)
     assert g.alive(), "gattd exited during the test"
-
-
-def path_of(standin, uuid):
-    return one_by_uuid(standin.call("Attributes"), uuid)["path"]
-
-
-def read(standin, uuid, offset=0, mtu=MTU):
-    return bytes(standin.call("Read", path_of(standin, uuid), dbus.UInt16(offset), mtu, DEVICE))
-
-
-def write(standin, uuid, value, offset=0):
-    standin.call("Write", path_of(standin, uuid), dbus.ByteArray(value), dbus.UInt16(offset), MTU, DEVICE, False)
 
 
 def dbus_error(call, *args):

@@ -14,7 +14,8 @@ import struct
 import dbus
 import pytest
 
-from harness import DEVICE, by_uuid, one_by_uuid
+from harness import DEVICE, by_uuid
+from fixtures import path_of
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -25,10 +26,6 @@ HR_MEASUREMENT = "2a37"
 BATTERY_LEVEL = "2a19"
 FAST = "12345678-1234-5678-1234-56789abc6001"
 TIMEOUT = "org.gattd.test.Error.Timeout"
-
-
-def path_of(standin, uuid):
-    return one_by_uuid(standin.call("Attributes"), uuid)["path"]
 
 
 def start(start_gattd, standin, config):

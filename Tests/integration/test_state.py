@@ -20,7 +20,8 @@ import dbus.mainloop.glib
 import pytest
 from gi.repository import GLib
 
-from harness import CONTROL_IFACE, CONTROL_NAME, CONTROL_PATH, DEVICE, one_by_uuid
+from harness import CONTROL_IFACE, CONTROL_NAME, CONTROL_PATH, DEVICE
+from fixtures import path_of, read, wait_until, write
 
 CONFIG = "state.json"
 WAIT_MS = dbus.UInt32(10000)
@@ -32,29 +33,9 @@ VOLATILE = "12345678-1234-5678-1234-56789abc5020"
 ATT_UNLIKELY = 0x0E
 
 
-def path_of(standin, uuid):
-    return one_by_uuid(standin.call("Attributes"), uuid)["path"]
-
-
-def read(standin, uuid):
-    return bytes(standin.call("Read", path_of(standin, uuid), dbus.UInt16(0), MTU, DEVICE))
-
-
-def write(standin, uuid, value):
-    standin.call("Write", path_of(standin, uuid), dbus.ByteArray(value), dbus.UInt16(0), MTU, DEVICE, False)
-
-
 def att_write(standin, uuid, value):
     return int(standin.call("WriteAtt", path_of(standin, uuid), dbus.ByteArray(value), dbus.UInt16(0), MTU,
                             DEVICE, False))
-
-
-def wait_until(condition, timeout, what):
-    """Polls `condition` (a D-Bus round trip or a file check) until true or the deadline."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out after %.1f s waiting for %s" % (timeout, what)
-        time.sleep(0.005)
 
 
 def start(start_gattd, standin, state_dir, previous_owner=None):

@@ -17,21 +17,12 @@ import dbus
 import pytest
 
 from conftest import CONFIGS
-from harness import DEVICE, one_by_uuid
-from notify_socket import NotifySocket
+from fixtures import edit_config, read, wait_until, write
 
-MTU = dbus.UInt16(23)
 LABEL = "12345678-1234-5678-1234-56789abc6001"
 EXTRA = "12345678-1234-5678-1234-56789abc6002"
 LEVEL = "2A19"
 MAIN = "/org/gattd/adv/main"
-
-
-@pytest.fixture
-def notify():
-    sock = NotifySocket()
-    yield sock
-    sock.close()
 
 
 @pytest.fixture
@@ -42,34 +33,8 @@ def config(tmp_path):
     return path
 
 
-def edit_config(path, change):
-    with open(path) as f:
-        document = json.load(f)
-    change(document)
-    with open(path, "w") as f:
-        json.dump(document, f, indent=1)
-
-
-def read(standin, uuid):
-    path = one_by_uuid(standin.call("Attributes"), uuid)["path"]
-    return bytes(standin.call("Read", path, dbus.UInt16(0), MTU, DEVICE))
-
-
-def write(standin, uuid, value):
-    path = one_by_uuid(standin.call("Attributes"), uuid)["path"]
-    standin.call("Write", path, dbus.ByteArray(value), dbus.UInt16(0), MTU, DEVICE, False)
-
-
 def standin_log(standin, text):
     return [str(line) for line in standin.call("Log") if text in str(line)]
-
-
-def wait_until(condition, timeout, what):
-    """Polls a D-Bus round trip until true or the deadline."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out after %.1f s waiting for %s" % (timeout, what)
-        time.sleep(0.01)
 
 
 def start_ready(start_gattd, config, notify, **env):
