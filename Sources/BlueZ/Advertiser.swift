@@ -61,6 +61,9 @@ public final class Advertiser {
     var generation = 0
     var adapterSubscriptions: [SignalSubscription] = []
     var timers: [LoopTimer] = []
+    /// The adapter's alias before gattd set the configured one ("" for its name), put back
+    /// by `stop`; nil when gattd changed nothing.
+    var aliasToRestore: String?
     /// From the manager's properties: false when `SupportedCapabilities` is absent, i.e.
     /// bluetoothd 5.66 without experimental features.
     var experimentalFeatures = false
@@ -137,20 +140,41 @@ public final class Advertiser {
         timers.removeAll()
     }
 
+    /// Sets the configured alias, first noting the adapter's own (`aliasToRestore`) so
+    /// that `stop` can put it back: gattd leaves the adapter named as it found it.
     private func setAlias() {
         guard let alias, let adapterPath else { return }
         connection.call(
-            destination: BlueZNames.service, path: adapterPath, interface: BlueZNames.properties, member: "Set",
-            arguments: [.string(BlueZNames.adapter), .string("Alias"), .variant(.string(alias))]
-        ) { [logger] result in
-            switch result {
-            case .success:
-                logger.info(
-                    "adapter alias set; phones show it as the device name after connecting",
-                    metadata: ["alias": "\(alias)", "adapter": "\(adapterPath.elements.last ?? "")"])
-            case .failure(let error):
-                logger.warning("could not set the adapter alias", metadata: ["alias": "\(alias)", "error": "\(error)"])
+            destination: BlueZNames.service, path: adapterPath, interface: BlueZNames.properties, member: "GetAll",
+            arguments: [.string(BlueZNames.adapter)]
+        ) { [weak self] result in
+            guard let self, adapterPath == self.adapterPath else { return }
+            if aliasToRestore == nil, case .success(let reply) = result,
+                let properties = (try? reply.arguments())?.first,
+                let current = properties.variantDictionaryValue("Alias")?.asString, current != alias
+            {
+                // An alias equal to the name is bluetoothd's default: restore that with "".
+                aliasToRestore = current == properties.variantDictionaryValue("Name")?.asString ? "" : current
             }
+            writeAlias(alias, on: adapterPath) { [logger] error in
+                if let error {
+                    logger.warning(
+                        "could not set the adapter alias", metadata: ["alias": "\(alias)", "error": "\(error)"])
+                } else {
+                    logger.info(
+                        "adapter alias set; phones show it as the device name after connecting",
+                        metadata: ["alias": "\(alias)", "adapter": "\(adapterPath.elements.last ?? "")"])
+                }
+            }
+        }
+    }
+
+    private func writeAlias(_ alias: String, on path: ObjectPath, done: @escaping (DBusError?) -> Void) {
+        connection.call(
+            destination: BlueZNames.service, path: path, interface: BlueZNames.properties, member: "Set",
+            arguments: [.string(BlueZNames.adapter), .string("Alias"), .variant(.string(alias))], timeout: .seconds(1)
+        ) { result in
+            if case .failure(let error) = result { done(error) } else { done(nil) }
         }
     }
 
@@ -162,7 +186,8 @@ public final class Advertiser {
         let path = adapterPath
         let active = slots.filter { $0.state == .advertising }
         forgetAdapter()
-        var pending = active.count
+        let restore = path != nil ? aliasToRestore : nil
+        var pending = active.count + (restore == nil ? 0 : 1)
         let finish = { [unowned self] in
             for slot in self.slots { self.connection.unexport(slot.exported.path) }
             self.connection.removeObjectManager(at: Self.rootPath)
@@ -171,6 +196,19 @@ public final class Advertiser {
         guard let path, pending > 0 else {
             finish()
             return
+        }
+        if let restore {
+            writeAlias(restore, on: path) { [logger] error in
+                if let error {
+                    logger.warning("could not restore the adapter alias", metadata: ["error": "\(error)"])
+                } else {
+                    logger.info(
+                        "adapter alias restored",
+                        metadata: ["alias": "\(restore.isEmpty ? "(the adapter's name)" : restore)"])
+                }
+                pending -= 1
+                if pending == 0 { finish() }
+            }
         }
         for slot in active {
             slot.state = .waitingForAdapter

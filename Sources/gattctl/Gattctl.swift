@@ -12,7 +12,8 @@ struct Gattctl: ParsableCommand {
         discussion: """
             Talks to gattd over the system bus (DBUS_SYSTEM_BUS_ADDRESS when set), name \
             org.gattd, object /org/gattd, interface org.gattd.Manager1. The bus policy lets root \
-            and members of group gattd call it. See docs/control-api.md.
+            and members of group gattd call it. See gattctl(1), and docs/control-api.md (installed \
+            in /usr/share/doc/gattd/docs/).
 
             \(ExitStatus.helpText)
             """,

@@ -12,7 +12,7 @@ struct SetCommand: ParsableCommand {
         discussion: """
             VALUE is a typed value in JSON, as in the configuration file: '{"uint8": 42}', \
             '{"hex": "c0de"}', '{"utf8": "on"}', '[{"uint8": 0}, {"uint16": 72}]' (see \
-            config/README.md, "Typed values"). Instead of VALUE, give exactly one shortcut \
+            gattd.json(5) or config/README.md, "Typed values"). Instead of VALUE, give exactly one shortcut \
             option: --hex c0de, --utf8 text, --base64 …, or a number option such as --uint8 42, \
             --int16=-5, --sfloat 36.6 (numbers little-endian; negative numbers may also follow \
             a space).
