@@ -32,7 +32,7 @@ RELEASE_FLAGS := -Xswiftc -Xfrontend -Xswiftc -function-sections \
 	-Xlinker -L$(STATIC_CXX_DIR)
 
 .PHONY: all deps build man check-man check-lintian check-link-aarch64 release bench test test-unit test-integration test-vm vm-prepare \
-	check-config check-deb check-release link-order lint-swift fuzz fuzz-build fuzz-smoke test-asan test-sanitizers chaos \
+	check-config check-schema check-deb check-release link-order lint-swift fuzz fuzz-build fuzz-smoke test-asan test-sanitizers chaos \
 	demo demo-standin install deb clean
 
 all: build
@@ -63,7 +63,7 @@ link-order: release
 
 # Everything CI runs: unit tests, config examples, the .deb's contents (not installed),
 # integration against the stand-in bluetoothd, and the real bluetoothd in a guest.
-test: build lint-swift test-unit check-config check-man check-deb check-lintian check-release check-link-aarch64 test-integration test-asan \
+test: build lint-swift test-unit check-config check-schema check-man check-deb check-lintian check-release check-link-aarch64 test-integration test-asan \
 	fuzz-smoke test-vm
 
 # swift-format's rules (.swift-format) over Sources, Tests and Fuzz; layout is not enforced
@@ -80,6 +80,11 @@ test-unit:
 	  sudo env GATTD_ROOT_TESTS=1 $(DEBUG_BIN)/gattdPackageTests.xctest --testing-library swift-testing \
 	    --filter StateStoreTests; \
 	fi
+
+# config/gattd.schema.json accepts the valid fixtures and the examples and refuses the
+# structurally invalid fixtures (Debian's python3-jsonschema).
+check-schema: deps
+	$(PYTHON) Tests/BLEModelTests/check_schema.py
 
 check-config:
 	@for f in config/*.json config/examples/*/*.json; do \

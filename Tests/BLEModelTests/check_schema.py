@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Validates config/example.json and every Fixtures/valid/*.json against
+"""Validates the shipped definitions (config/*.json, config/examples/*/*.json,
+examples/*.json) and every Fixtures/valid/*.json against
 config/gattd.schema.json (JSON Schema draft 2020-12), and checks that the schema
 rejects the invalid fixtures whose problem is structural (unknown keys, types,
 ranges, enums). Exit status 0 when all checks pass.
@@ -31,7 +32,9 @@ def main() -> int:
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
     failures = 0
-    valid = [ROOT / "config" / "example.json"] + sorted((HERE / "Fixtures" / "valid").glob("*.json"))
+    shipped = sorted(p for p in (ROOT / "config").glob("*.json") if not p.name.endswith(".schema.json"))
+    shipped += sorted((ROOT / "config" / "examples").glob("*/*.json")) + sorted((ROOT / "examples").glob("*.json"))
+    valid = shipped + sorted((HERE / "Fixtures" / "valid").glob("*.json"))
     for path in valid:
         errors = list(validator.iter_errors(json.loads(path.read_text())))
         for error in errors:
