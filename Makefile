@@ -102,12 +102,17 @@ test-integration:
 # reports those objects as leaked; the chaos test bounds memory growth instead.
 # swiftc has no UndefinedBehaviorSanitizer for Swift on Linux (`-sanitize=undefined` is
 # refused); Swift's own checks (overflow, bounds, unwrapping, exclusivity) are on in debug.
+# Two tests measure speed rather than behaviour (notifications paced 40 ms apart under a
+# flood; a producer outrunning a bounded queue) and miss their timing with the slower
+# instrumented binary on a loaded machine; the plain integration run keeps them.
 ASAN_DIR := $(CURDIR)/.build-asan
+ASAN_DESELECT := --deselect Tests/integration/test_live_values.py::test_flood_is_paced_latest_value_wins \
+	--deselect Tests/integration/test_config_examples.py::test_uart_bridge_resends_what_a_full_queue_refused
 test-asan: deps
 	$(SWIFT) build --scratch-path $(ASAN_DIR) --sanitize=address $(SWIFT_FLAGS)
 	rm -rf $(ASAN_DIR)/reports && mkdir -p $(ASAN_DIR)/reports
 	ASAN_OPTIONS=detect_leaks=0:log_path=$(ASAN_DIR)/reports/asan GATTD_BIN=$(ASAN_DIR)/debug/gattd \
-	  GATTCTL_BIN=$(ASAN_DIR)/debug/gattctl $(PYTHON) -m pytest -q Tests/standin Tests/integration
+	  GATTCTL_BIN=$(ASAN_DIR)/debug/gattctl $(PYTHON) -m pytest -q $(ASAN_DESELECT) Tests/standin Tests/integration
 	@if ls $(ASAN_DIR)/reports/asan.* >/dev/null 2>&1; then cat $(ASAN_DIR)/reports/asan.*; exit 1; fi
 
 # Not in `make test` (minutes on 2 cores): the unit tests under AddressSanitizer, and under
