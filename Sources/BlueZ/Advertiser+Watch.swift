@@ -73,7 +73,3 @@ extension Advertiser {
         for slot in again { reregister(slot) }
     }
 }
-
-extension BlueZNames {
-    static let device = "org.bluez.Device1"
-}

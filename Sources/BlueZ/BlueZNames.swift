@@ -14,6 +14,7 @@ enum BlueZNames {
     static let gattCharacteristic = "org.bluez.GattCharacteristic1"
     static let gattDescriptor = "org.bluez.GattDescriptor1"
     static let advertisement = "org.bluez.LEAdvertisement1"
+    static let device = "org.bluez.Device1"
 
     static let dbusService = "org.freedesktop.DBus"
     static let dbusPath: ObjectPath = "/org/freedesktop/DBus"
@@ -25,4 +26,19 @@ enum BlueZNames {
     static let applicationRoot: ObjectPath = "/org/gattd/app"
     /// Where gattd's advertisements live.
     static let advertisementRoot: ObjectPath = "/org/gattd/adv"
+}
+
+/// The `org.bluez.Error.*` names gattd returns to bluetoothd or gets from it.
+extension BlueZError {
+    static let failed = "org.bluez.Error.Failed"
+    static let notPermitted = "org.bluez.Error.NotPermitted"
+    static let notAuthorized = "org.bluez.Error.NotAuthorized"
+    static let notSupported = "org.bluez.Error.NotSupported"
+    static let invalidOffset = "org.bluez.Error.InvalidOffset"
+    static let invalidValueLength = "org.bluez.Error.InvalidValueLength"
+    static let inProgress = "org.bluez.Error.InProgress"
+    static let improperlyConfigured = "org.bluez.Error.ImproperlyConfigured"
+    static let invalidArguments = "org.bluez.Error.InvalidArguments"
+    static let alreadyExists = "org.bluez.Error.AlreadyExists"
+    static let doesNotExist = "org.bluez.Error.DoesNotExist"
 }

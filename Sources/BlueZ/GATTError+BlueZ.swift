@@ -39,20 +39,8 @@ extension GATTError {
     }
 }
 
-/// `org.bluez.Error.*` names: referenced only from this file.
+/// Errors for bluetoothd's calls; the `org.bluez.Error.*` names are in BlueZNames.swift.
 enum BlueZError {
-    static let failed = "org.bluez.Error.Failed"
-    static let notPermitted = "org.bluez.Error.NotPermitted"
-    static let notAuthorized = "org.bluez.Error.NotAuthorized"
-    static let notSupported = "org.bluez.Error.NotSupported"
-    static let invalidOffset = "org.bluez.Error.InvalidOffset"
-    static let invalidValueLength = "org.bluez.Error.InvalidValueLength"
-    static let inProgress = "org.bluez.Error.InProgress"
-    static let improperlyConfigured = "org.bluez.Error.ImproperlyConfigured"
-    static let invalidArguments = "org.bluez.Error.InvalidArguments"
-    static let alreadyExists = "org.bluez.Error.AlreadyExists"
-    static let doesNotExist = "org.bluez.Error.DoesNotExist"
-
     /// A malformed call from bluetoothd's side (bad option types, unknown options).
     static func invalidArguments(_ message: String) -> DBusError {
         DBusError(name: invalidArguments, message: message)
