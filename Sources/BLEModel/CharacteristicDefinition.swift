@@ -27,6 +27,10 @@ public struct CharacteristicDefinition: Sendable, Equatable {
     public var delivery: Delivery
     /// With `delivery` all: how many values may wait to be notified (default 64).
     public var queueLength: Int
+    /// How the value reads as one typed value (`uint8`...`sfloat`, `utf8`), when the
+    /// definition says: its `value` is a single typed value, or its `update` encodes into one
+    /// slot. Tools show the value that way (`gattctl list`).
+    public var valueType: String?
     /// Served by a program's handler: its deadline and what happens without one; nil:
     /// a handler may still claim it, with the defaults of `HandlerDefinition`.
     public var handler: HandlerDefinition?

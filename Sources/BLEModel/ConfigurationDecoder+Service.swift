@@ -49,11 +49,17 @@ extension ConfigurationDecoder {
         }
         if let value = object["value"], let bytes = context.typedValue(value, object.path("value")) {
             result.value = bytes
+            if let members = value.objectValue, members.count == 1,
+                members[0].key == "utf8" || NumericType(rawValue: members[0].key) != nil
+            {
+                result.valueType = members[0].key
+            }
         }
         result.minLength = length(object, "minLength") ?? 0
         result.maxLength = length(object, "maxLength") ?? Int(Self.maximumValueLength)
         if let value = object["persist"] { result.persist = context.bool(value, object.path("persist")) }
         if let value = object["update"] { result.update = update(value, object.path("update")) }
+        if let update = result.update, let type = update.valueType { result.valueType = type }
         if let value = object["notifyIntervalMs"],
             let interval = context.integer(value, object.path("notifyIntervalMs"), in: 0...3_600_000)
         {

@@ -25,3 +25,16 @@ public struct UpdateDefinition: Sendable, Equatable {
         self.notifyUnchanged = notifyUnchanged
     }
 }
+
+extension UpdateDefinition {
+    /// The typed value each update produces when `encode` is one slot and nothing else
+    /// (`uint16`, `utf8`, ...); nil otherwise.
+    public var valueType: String? {
+        guard let segments = encode?.segments, segments.count == 1 else { return nil }
+        switch segments[0] {
+        case .number(let type): return type.rawValue
+        case .text: return "utf8"
+        case .bytes: return nil
+        }
+    }
+}

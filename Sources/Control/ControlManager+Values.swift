@@ -8,7 +8,8 @@ import Logging
 extension ControlManager {
     /// One `a{sv}` per characteristic, in configuration order: `Id` s, `Service` s,
     /// `UUID` s (128-bit, lowercase), `Flags` as, `Value` ay, `Notifying` b, `Persistent` b,
-    /// `MinLength` u, `MaxLength` u, `Handler` s (the bus name and object path of the
+    /// `MinLength` u, `MaxLength` u, `Type` s (how the value reads as one typed value,
+    /// empty when the definition does not say), `Handler` s (the bus name and object path of the
     /// program serving it, empty when none).
     func listCharacteristics() -> DBusValue {
         let entries: [DBusValue] = characteristics.compactMap { service, definition in
@@ -24,6 +25,7 @@ extension ControlManager {
                 ("MinLength", .uint32(UInt32(clamping: attribute.minLength))),
                 ("MaxLength", .uint32(UInt32(clamping: attribute.maxLength))),
                 ("Handler", .string(attribute.handler?.name ?? "")),
+                ("Type", .string(definition.valueType ?? "")),
             ])
         }
         return .array(elementSignature: "a{sv}", entries)

@@ -29,6 +29,14 @@ enum JSONText {
     /// A JSON string literal (RFC 8259 escapes).
     static func quote(_ text: String) -> String { jsonQuoted(text) }
 
+    /// `"type"` and `"typed"` (the value read as that type, as text) when the definition
+    /// gives a type and the bytes fit it; nothing otherwise.
+    static func typedMembers(_ bytes: [UInt8], type: String) -> [(String, Value)] {
+        guard !type.isEmpty else { return [] }
+        let typed = type == "utf8" ? ValueText.utf8(bytes) : ValueText.typed(bytes, as: type)
+        return [("type", .string(type)), ("typed", typed.map { .string($0) } ?? .null)]
+    }
+
     /// `{"hex": ..., "utf8": ... or null}` members for a value.
     static func valueMembers(_ bytes: [UInt8]) -> [(String, Value)] {
         [("hex", .string(ValueText.hex(bytes))), ("utf8", ValueText.utf8(bytes).map { .string($0) } ?? .null)]

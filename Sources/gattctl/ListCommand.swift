@@ -10,9 +10,11 @@ struct ListCommand: ParsableCommand {
         commandName: "list",
         abstract: "List the characteristics: id, UUID, flags, current value, subscribed or not.",
         discussion: """
-            One line per characteristic: id, short UUID, flags, "subscribed" when a central \
-            receives its notifications, "persistent" when its value survives restarts, then the \
-            value in hex and as UTF-8 text. With --json, one JSON object per line.
+            One line per characteristic, in aligned columns: id, short UUID, flags, \
+            "subscribed" when a central receives its notifications and "persistent" when its \
+            value survives restarts ("-" for neither), the value in hex (0x...), and the value \
+            read as the definition's type (2137 for an int16) or else as quoted UTF-8 text. With \
+            --json, one JSON object per line ("type" and "typed" when the definition gives a type).
 
             \(ExitStatus.helpText)
             """)
@@ -25,10 +27,11 @@ struct ListCommand: ParsableCommand {
         guard let entries = try client.call("ListCharacteristics").first?.asArray else {
             throw Failure(.refused, "ListCharacteristics returned no array")
         }
-        for entry in entries {
-            guard let fields = entry.variantDictionaryEntries else { continue }
-            let item = CharacteristicItem(fields)
-            printLine(json ? JSONText.render(item.json) : item.line)
+        let items = entries.compactMap { $0.variantDictionaryEntries.map(CharacteristicItem.init) }
+        if json {
+            for item in items { printLine(JSONText.render(item.json)) }
+        } else {
+            for line in Columns.aligned(items.map(\.columns)) { printLine(line) }
         }
     }
 }
@@ -42,6 +45,7 @@ struct CharacteristicItem {
     var value: [UInt8] = []
     var notifying = false
     var persistent = false
+    var type = ""
 
     init(_ fields: [(String, DBusValue)]) {
         for (name, value) in fields {
@@ -53,6 +57,7 @@ struct CharacteristicItem {
             case "Value": self.value = value.asBytes ?? []
             case "Notifying": notifying = value.asBool ?? false
             case "Persistent": persistent = value.asBool ?? false
+            case "Type": type = value.asString ?? ""
             default: break
             }
         }
@@ -60,13 +65,12 @@ struct CharacteristicItem {
 
     var shortUUID: String { BluetoothUUID(uuid)?.shortForm ?? uuid }
 
-    var line: String {
-        var columns = [id, shortUUID, flags.joined(separator: ",")]
-        if notifying { columns.append("subscribed") }
-        if persistent { columns.append("persistent") }
-        columns.append(ValueText.hex(value).isEmpty ? "(empty)" : ValueText.hex(value))
-        columns.append(ValueText.quoted(value))
-        return columns.joined(separator: "  ")
+    var columns: [String] {
+        let state = [notifying ? "subscribed" : nil, persistent ? "persistent" : nil].compactMap { $0 }
+        return [
+            id, shortUUID, flags.joined(separator: ","), state.isEmpty ? "-" : state.joined(separator: ","),
+            ValueText.hexNumber(value), ValueText.shown(value, type: type),
+        ]
     }
 
     var json: JSONText.Value {
@@ -75,6 +79,19 @@ struct CharacteristicItem {
                 ("id", .string(id)), ("service", .string(service)), ("uuid", .string(uuid)),
                 ("flags", .array(flags.map { .string($0) })), ("subscribed", .bool(notifying)),
                 ("persistent", .bool(persistent)),
-            ] + JSONText.valueMembers(value))
+            ] + JSONText.valueMembers(value) + JSONText.typedMembers(value, type: type))
+    }
+}
+
+/// Text columns padded to the widest cell, two spaces apart; the last column is not padded.
+enum Columns {
+    static func aligned(_ rows: [[String]]) -> [String] {
+        let count = rows.map(\.count).max() ?? 0
+        let widths = (0..<count).map { column in rows.map { column < $0.count ? $0[column].count : 0 }.max() ?? 0 }
+        return rows.map { row in
+            row.enumerated().map { column, cell in
+                column == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[column] - cell.count)
+            }.joined(separator: "  ")
+        }
     }
 }

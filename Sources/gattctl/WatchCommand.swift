@@ -42,7 +42,6 @@ struct WatchCommand: ParsableCommand {
             guard let arguments = try? message.arguments(), arguments.count == 3, arguments[2].asString == "" else {
                 return
             }
-            printError("gattctl: gattd left the bus")
             exitStatus = .unreachable
         }
         // The match rules were sent before this call, so the bus applies them first: once
@@ -55,7 +54,7 @@ struct WatchCommand: ParsableCommand {
             _ = client.loop.run(until: { exitStatus != nil }, timeout: .seconds(3600))
         }
         withExtendedLifetime((subscription, owner, signals)) {}
-        if exitStatus == .unreachable { throw Failure(.unreachable, "gattd is no longer on the bus") }
+        if exitStatus == .unreachable { throw Failure(.unreachable, "gattd stopped (it left the bus); nothing more to watch") }
     }
 
     /// One line for a signal of org.gattd.Manager1; nil for one this gattctl does not know.

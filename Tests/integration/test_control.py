@@ -84,7 +84,7 @@ def test_set_reaches_a_subscribed_central_as_a_notification(gattd, standin, gatt
     assert gattctl("set", "hr-measurement", "--hex", "00 64").returncode == 0
     values = standin.call("WaitForNotifications", path, dbus.UInt32(2), WAIT_MS)
     assert [bytes(v) for v in values] == [b"\x00\x63", b"\x00\x64"]
-    assert gattctl("get", "hr-measurement").stdout.splitlines()[0] == "hex   0064"
+    assert gattctl("get", "hr-measurement").stdout.splitlines()[0] == "hex   0x0064"
 
 
 def test_set_goes_through_a_central_read_and_survives_a_restart(gattd, standin, gattctl, start_gattd):
@@ -96,17 +96,18 @@ def test_set_goes_through_a_central_read_and_survives_a_restart(gattd, standin, 
     g2 = start_gattd("control.json", state_dir=gattd.state_dir)
     assert g2.child.wait_for_line("control API ready", 10)
     assert json.loads(gattctl("get", "device-label", "--json").stdout) == \
-        {"id": "device-label", "hex": "6b69746368656e", "utf8": "kitchen"}
+        {"id": "device-label", "hex": "6b69746368656e", "utf8": "kitchen", "type": "utf8", "typed": "kitchen"}
 
 
 def test_get_and_list_render_values(gattd, standin, gattctl):
     result = gattctl("get", "device-label")
     assert result.returncode == 0
-    assert result.stdout.splitlines() == ["hex   68656c6c6f", 'utf8  "hello"']
+    assert result.stdout.splitlines() == ["hex   0x68656c6c6f", 'utf8  "hello"']
     standin.call("Subscribe", path_of(standin, HR_MEASUREMENT), DEVICE)
     lines = gattctl("list").stdout.splitlines()
-    assert lines == ['hr-measurement  2a37  notify  subscribed  0048  "\\u{0}H"',
-                     'device-label  12345678-1234-5678-1234-56789abcdef1  read,write  persistent  68656c6c6f  "hello"']
+    # Aligned columns: id, UUID, flags, state, hex, value (typed when the definition says)
+    assert lines == ['hr-measurement  2a37                                  notify      subscribed  0x0048        "\\u{0}H"',
+                     'device-label    12345678-1234-5678-1234-56789abcdef1  read,write  persistent  0x68656c6c6f  "hello"']
     items = [json.loads(line) for line in gattctl("list", "--json").stdout.splitlines()]
     assert [(i["id"], i["subscribed"], i["persistent"], i["hex"]) for i in items] == \
         [("hr-measurement", True, False, "0048"), ("device-label", False, True, "68656c6c6f")]
@@ -129,7 +130,7 @@ def test_unknown_ids_and_invalid_values_exit_with_documented_codes(gattd, gattct
         assert result.returncode == code, (args, result.returncode, result.stderr)
         assert message in result.stderr, (args, result.stderr)
     # A refused set changed nothing.
-    assert gattctl("get", "hr-measurement").stdout.splitlines()[0] == "hex   0048"
+    assert gattctl("get", "hr-measurement").stdout.splitlines()[0] == "hex   0x0048"
 
 
 # -- signals -----------------------------------------------------------------------------
@@ -217,3 +218,22 @@ def test_without_the_name_gatt_is_served_and_gattctl_says_unreachable(private_bu
     result = gattctl("status")
     assert result.returncode == 1 and "gattd is not reachable" in result.stderr
     assert g.alive()
+
+
+def test_values_show_as_the_definition_types_them(start_gattd, standin, gattctl, tmp_path):
+    config = tmp_path / "typed.json"
+    config.write_text(json.dumps({"version": 1, "services": [{"id": "s", "uuid": "181A", "characteristics": [
+        {"id": "temperature", "uuid": "2A6E", "flags": ["read"], "value": {"int16": 2137}},
+        {"id": "level", "uuid": "2A19", "flags": ["read"], "value": {"uint8": 100}, "persist": False},
+        {"id": "raw", "uuid": "2A58", "flags": ["read"], "value": {"hex": "5908"}}]}]}))
+    g = start_gattd(str(config))
+    standin.call("WaitForApplication", WAIT_MS)
+    assert g.child.wait_for_line("control API ready", 10)
+    lines = gattctl("list").stdout.splitlines()
+    assert lines[0].split()[-2:] == ["0x5908", "2137"], "an int16 of 2137 shows as 2137"
+    assert lines[1].split()[-2:] == ["0x64", "100"], lines
+    assert lines[2].split()[-2:] == ["0x5908", '"Y\\u{8}"'], "no type: the bytes as text"
+    assert len({line.index("0x") for line in lines}) == 1, "the value column lines up"
+    assert gattctl("get", "temperature").stdout.splitlines() == ["hex    0x5908", 'utf8   "Y\\u{8}"', "int16  2137"]
+    item = json.loads(gattctl("get", "temperature", "--json").stdout)
+    assert (item["type"], item["typed"], item["hex"]) == ("int16", "2137", "5908")

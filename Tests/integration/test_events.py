@@ -109,3 +109,12 @@ def test_advertisement_switched_off_and_on(watched):
     event(watch, event="advertisement", id="main", state="disabled")
     assert subprocess.run([gattctl, "advertise", "on", "main"], env=env, timeout=30).returncode == 0
     event(watch, event="advertisement", id="main", state="advertising")
+
+
+def test_watch_ends_with_one_clear_line_when_gattd_stops(watched):
+    g, watch, _, _ = watched
+    g.stop()
+    assert watch.proc.wait(10) == 1
+    watch.out.wait_for(lambda line: False, 1)  # everything it printed until it closed
+    after = [line for line in watch.out.lines if not line.startswith("{") and "watching" not in line]
+    assert after == ["gattctl: gattd stopped (it left the bus); nothing more to watch"], after
