@@ -5,7 +5,7 @@ internal import DBusKit
 
 /// An `org.bluez.LEAdvertisement1` object at `/org/gattd/adv/<id>`.
 ///
-/// Properties come from `AdvertisementDefinition.leAdvertisementProperties`; unset ones
+/// Properties come from the one table `AdvertisementDefinition.leProperties`; unset ones
 /// are omitted. `Release()` (sent by bluetoothd with NO_REPLY when the advertisement's
 /// `Timeout` expires or its adapter goes away) is passed to `onRelease` only when it
 /// comes from `trustedSender`, the current `org.bluez` owner.
@@ -13,13 +13,7 @@ final class ExportedAdvertisement: DBusObject {
     static let interface = DBusInterface(
         name: BlueZNames.advertisement,
         methods: [DBusMethod("Release")],
-        properties: [
-            ("Type", "s"), ("ServiceUUIDs", "as"), ("SolicitUUIDs", "as"), ("ManufacturerData", "a{qv}"),
-            ("ServiceData", "a{sv}"), ("Includes", "as"), ("LocalName", "s"), ("Appearance", "q"),
-            ("Duration", "q"), ("Timeout", "q"), ("Data", "a{yv}"), ("Discoverable", "b"),
-            ("DiscoverableTimeout", "q"), ("SecondaryChannel", "s"), ("MinInterval", "u"), ("MaxInterval", "u"),
-            ("TxPower", "n"),
-        ].map { DBusProperty($0.0, signature: $0.1) })
+        properties: AdvertisementDefinition.leProperties.map { DBusProperty($0.name, signature: $0.signature) })
 
     let path: ObjectPath
     var definition: AdvertisementDefinition {
