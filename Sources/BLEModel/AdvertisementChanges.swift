@@ -62,7 +62,7 @@ public enum AdvertisementChanges {
         // The cross-field rules and the byte budget, as --check applies them.
         var rules = decoder.context
         merged.sourcePath = ""
-        Configuration(services: [], advertisements: [merged]).validate(into: &rules, damaged: [], absentIDs: [])
+        Configuration(services: [], advertisements: [merged]).validate(into: &rules, absentIDs: [])
         let issues = rules.issues.map { issue in
             var issue = issue
             if issue.path.hasPrefix(".") { issue.path.removeFirst() }

@@ -7,28 +7,30 @@ extension Configuration {
     /// The cross-field rules of config/README.md ("Validation rules"): ids, includes,
     /// lengths, reserved UUIDs, flag combinations and advertisement consistency.
     ///
-    /// Runs after `assignDerivedIdentifiers`. Elements listed in `damaged` (they already
-    /// have decoding errors) are skipped by the per-element rules; id and include rules
-    /// always run. Issues are appended to `context`, positioned from its recorded paths.
-    func validate(into context: inout DecodingContext, damaged: Set<String>, absentIDs: Set<String>) {
+    /// Runs after `assignDerivedIdentifiers`. Every rule runs whose inputs decoded
+    /// (`DecodingContext.intact`): a broken field silences only the rules that read it, so
+    /// rule errors come together with the structural ones in one report. Id and include
+    /// rules always run. Issues are appended to `context`, positioned from its recorded paths.
+    func validate(into context: inout DecodingContext, absentIDs: Set<String>) {
+        context.beginRules()
         validateIdentifiers(into: &context, absentIDs: absentIDs)
         validateIncludes(into: &context)
         for service in services {
-            if !damaged.contains(service.sourcePath), let short = service.uuid.uuid16,
+            if context.intact(service.sourcePath, "uuid"), let short = service.uuid.uuid16,
                 let name = Self.reservedServices[short]
             {
                 context.error(
                     service.sourcePath + ".uuid",
                     "UUID 0x\(hex4(short)) (\(name)) is served by bluetoothd itself; remove this service")
             }
-            for characteristic in service.characteristics where !damaged.contains(characteristic.sourcePath) {
+            for characteristic in service.characteristics {
                 validate(characteristic, into: &context)
-                for descriptor in characteristic.descriptors where !damaged.contains(descriptor.sourcePath) {
+                for descriptor in characteristic.descriptors {
                     validate(descriptor, into: &context)
                 }
             }
         }
-        for advertisement in advertisements where !damaged.contains(advertisement.sourcePath) {
+        for advertisement in advertisements {
             validate(advertisement, into: &context)
         }
     }
@@ -131,24 +133,27 @@ extension Configuration {
     private func validate(_ characteristic: CharacteristicDefinition, into context: inout DecodingContext) {
         let path = characteristic.sourcePath
         let flags = characteristic.flags
-        validateLengths(
-            characteristic.value, minLength: characteristic.minLength, maxLength: characteristic.maxLength, path: path,
-            into: &context)
+        if context.intact(path, "value", "minLength", "maxLength") {
+            validateLengths(
+                characteristic.value, minLength: characteristic.minLength, maxLength: characteristic.maxLength,
+                path: path, into: &context)
+        }
+        guard context.intact(path, "flags") else { return }
         if flags.allowsWrite && flags.allowsWriteWithoutResponse {
             context.warning(
                 path + ".flags",
                 "\"write\" together with \"write-without-response\": bluetoothd acknowledges writes to such a "
                     + "characteristic without asking gattd, so gattd cannot refuse them")
         }
-        if characteristic.update != nil && !flags.allowsRead && !flags.allowsNotify && !flags.allowsIndicate {
+        if characteristic.update != nil && context.intact(path, "update") && !flags.allowsRead && !flags.allowsNotify && !flags.allowsIndicate {
             context.error(
                 path + ".update", "update needs a readable or notifiable characteristic (flags \"read\", \"notify\" or \"indicate\")")
         }
-        if characteristic.delivery == .all && !flags.allowsNotify && !flags.allowsIndicate {
+        if characteristic.delivery == .all && context.intact(path, "delivery") && !flags.allowsNotify && !flags.allowsIndicate {
             context.error(
                 path + ".delivery", "delivery \"all\" needs a notifiable characteristic (flags \"notify\" or \"indicate\")")
         }
-        if let hook = characteristic.onWrite {
+        if let hook = characteristic.onWrite, context.intact(path, "onWrite") {
             if !flags.allowsWrite && !flags.allowsWriteWithoutResponse {
                 context.error(path + ".onWrite", "onWrite needs a writable characteristic (flag \"write\")")
             } else if hook.decides && flags.allowsWriteWithoutResponse {
@@ -162,7 +167,7 @@ extension Configuration {
 
     private func validate(_ descriptor: DescriptorDefinition, into context: inout DecodingContext) {
         let path = descriptor.sourcePath
-        switch descriptor.uuid.uuid16 {
+        switch context.intact(path, "uuid") ? descriptor.uuid.uuid16 : nil {
         case 0x2902:
             context.error(
                 path + ".uuid",
@@ -175,36 +180,52 @@ extension Configuration {
         default:
             break
         }
-        validateLengths(
-            descriptor.value, minLength: descriptor.minLength, maxLength: descriptor.maxLength, path: path,
-            into: &context)
+        if context.intact(path, "value", "minLength", "maxLength") {
+            validateLengths(
+                descriptor.value, minLength: descriptor.minLength, maxLength: descriptor.maxLength, path: path,
+                into: &context)
+        }
     }
 
     // MARK: - Advertisements
 
     private func validate(_ advertisement: AdvertisementDefinition, into context: inout DecodingContext) {
         let path = advertisement.sourcePath
-        if advertisement.type == .broadcast && advertisement.discoverable {
+        if advertisement.type == .broadcast && advertisement.discoverable
+            && context.intact(path, "type", "discoverable")
+        {
             context.error(path + ".discoverable", "a broadcast advertisement cannot be discoverable")
         }
-        if advertisement.localName != nil && advertisement.includes.contains(.localName) {
+        if advertisement.localName != nil && advertisement.includes.contains(.localName)
+            && context.intact(path, "localName", "includes")
+        {
             context.error(
                 path + ".localName", "\"localName\" and includes \"local-name\" are mutually exclusive; use one")
         }
-        if advertisement.appearance != nil && advertisement.includes.contains(.appearance) {
+        if advertisement.appearance != nil && advertisement.includes.contains(.appearance)
+            && context.intact(path, "appearance", "includes")
+        {
             context.error(
                 path + ".appearance", "\"appearance\" and includes \"appearance\" are mutually exclusive; use one")
         }
         if let discoverableTimeout = advertisement.discoverableTimeout, let timeout = advertisement.timeout,
-            discoverableTimeout > timeout
+            discoverableTimeout > timeout, context.intact(path, "discoverableTimeout", "timeout")
         {
             context.error(
                 path + ".discoverableTimeout",
                 "discoverableTimeout \(discoverableTimeout) is longer than timeout \(timeout)")
         }
-        if let minimum = advertisement.minInterval, let maximum = advertisement.maxInterval, minimum > maximum {
+        if let minimum = advertisement.minInterval, let maximum = advertisement.maxInterval, minimum > maximum,
+            context.intact(path, "minInterval", "maxInterval")
+        {
             context.error(path + ".minInterval", "minInterval \(minimum) is greater than maxInterval \(maximum)")
         }
-        validatePayload(of: advertisement, into: &context)
+        // The byte budget needs every field that goes on air.
+        if context.intact(
+            path, "type", "localName", "serviceUUIDs", "solicitUUIDs", "manufacturerData", "serviceData", "data",
+            "appearance", "includes", "discoverable", "txPower")
+        {
+            validatePayload(of: advertisement, into: &context)
+        }
     }
 }

@@ -10,8 +10,6 @@ extension ConfigurationDecoder {
     static let intervalRange: ClosedRange<Int64> = 20...10_485_759
 
     mutating func advertisement(_ value: JSONValue, _ path: String) -> AdvertisementDefinition? {
-        let before = context.issues.count
-        defer { markDamaged(path, since: before) }
         guard let object = context.object(value, path, allowed: Self.advertisementKeys) else { return nil }
         var result = AdvertisementDefinition(id: identifier(object), sourcePath: path)
         if let value = object["type"], let type = choice(value, object.path("type"), AdvertisementDefinition.Kind.self) {

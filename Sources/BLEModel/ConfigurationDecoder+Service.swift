@@ -4,14 +4,8 @@ extension ConfigurationDecoder {
     /// A placeholder for a UUID that failed to decode (the nil UUID).
     static let placeholderUUID = BluetoothUUID(high: 0, low: 0)
 
-    /// Elements count as damaged for their own fields only: a bad characteristic does not
-    /// stop the rules of its service from running.
     mutating func service(_ value: JSONValue, _ path: String) -> ServiceDefinition? {
-        let before = context.issues.count
-        guard let object = context.object(value, path, allowed: Self.serviceKeys) else {
-            damaged.insert(path)
-            return nil
-        }
+        guard let object = context.object(value, path, allowed: Self.serviceKeys) else { return nil }
         var service = ServiceDefinition(id: identifier(object), uuid: Self.placeholderUUID, sourcePath: path)
         if let value = object.required("uuid", &context), let uuid = uuid(value, object.path("uuid")) {
             service.uuid = uuid
@@ -22,7 +16,6 @@ extension ConfigurationDecoder {
         if let value = object["includes"], let includes = context.strings(value, object.path("includes")) {
             service.includes = includes
         }
-        markDamaged(path, since: before)
         if let value = object["characteristics"],
             let elements = context.array(value, object.path("characteristics"))
         {
@@ -34,11 +27,7 @@ extension ConfigurationDecoder {
     }
 
     mutating func characteristic(_ value: JSONValue, _ path: String) -> CharacteristicDefinition? {
-        let before = context.issues.count
-        guard let object = context.object(value, path, allowed: Self.characteristicKeys) else {
-            damaged.insert(path)
-            return nil
-        }
+        guard let object = context.object(value, path, allowed: Self.characteristicKeys) else { return nil }
         var result = CharacteristicDefinition(
             id: identifier(object), uuid: Self.placeholderUUID, flags: [], sourcePath: path)
         if let value = object.required("uuid", &context), let uuid = uuid(value, object.path("uuid")) {
@@ -83,7 +72,6 @@ extension ConfigurationDecoder {
             result.queueLength = Int(length)
         }
         if let value = object["handler"] { result.handler = handler(value, object.path("handler")) }
-        markDamaged(path, since: before)
         if let value = object["descriptors"], let elements = context.array(value, object.path("descriptors")) {
             result.descriptors = elements.enumerated().compactMap {
                 descriptor($1, object.path("descriptors") + "[\($0)]")
@@ -93,8 +81,6 @@ extension ConfigurationDecoder {
     }
 
     mutating func descriptor(_ value: JSONValue, _ path: String) -> DescriptorDefinition? {
-        let before = context.issues.count
-        defer { markDamaged(path, since: before) }
         guard let object = context.object(value, path, allowed: Self.descriptorKeys) else { return nil }
         var result = DescriptorDefinition(id: identifier(object), uuid: Self.placeholderUUID, flags: [], sourcePath: path)
         if let value = object.required("uuid", &context), let uuid = uuid(value, object.path("uuid")) {

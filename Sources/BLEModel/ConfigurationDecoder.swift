@@ -3,14 +3,13 @@
 /// Turns a parsed JSON document into a `Configuration`, checking keys, types and ranges.
 ///
 /// Cross-field rules live in `Configuration+Validation.swift`. Elements that had decoding
-/// errors are still returned (with placeholder values, listed in `damaged`) so that
-/// paths stay right and id rules still run; per-element rules skip them.
+/// errors are still returned (with placeholder values) so that paths stay right and id
+/// rules still run; each rule runs when the fields it reads decoded
+/// (`DecodingContext.intact`).
 struct ConfigurationDecoder {
     var context = DecodingContext()
     /// `sourcePath`s of elements whose `id` key was absent (ids to derive).
     private(set) var absentIDs: Set<String> = []
-    /// `sourcePath`s of elements that had decoding errors.
-    var damaged: Set<String> = []
 
     static let topLevelKeys = ["version", "adapter", "alias", "services", "advertisements"]
     static let serviceKeys = ["id", "uuid", "primary", "includes", "characteristics"]
@@ -101,7 +100,4 @@ struct ConfigurationDecoder {
         return nil
     }
 
-    mutating func markDamaged(_ path: String, since errorCount: Int) {
-        if context.issues.count > errorCount { damaged.insert(path) }
-    }
 }

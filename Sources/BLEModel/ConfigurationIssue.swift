@@ -35,4 +35,13 @@ public struct ConfigurationIssue: Sendable, Equatable, CustomStringConvertible {
         if let line, let column { return "\(prefix)line \(line), column \(column): \(message)" }
         return prefix + message
     }
+
+    /// `file:line:column: path: message` (or `file: path: message` without a position),
+    /// the form editors and compilers use, so a click or `vim file +line` lands on it.
+    public func located(in file: String) -> String {
+        guard let line, let column else { return "\(file): \(description)" }
+        let prefix = severity == .warning ? "warning: " : ""
+        let text = path.isEmpty ? message : "\(path): \(message)"
+        return "\(file):\(line):\(column): \(prefix)\(text)"
+    }
 }

@@ -27,7 +27,7 @@ public enum ConfigurationLoader {
         var context = decoder.context
         if var configuration = decoded {
             configuration.assignDerivedIdentifiers(absent: decoder.absentIDs)
-            configuration.validate(into: &context, damaged: decoder.damaged, absentIDs: decoder.absentIDs)
+            configuration.validate(into: &context, absentIDs: decoder.absentIDs)
             let issues = sorted(context.issues)
             if !context.hasErrors {
                 return .success(LoadedConfiguration(configuration: configuration, warnings: issues))

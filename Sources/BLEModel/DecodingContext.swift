@@ -11,6 +11,28 @@ struct DecodingContext {
 
     var hasErrors: Bool { issues.contains { $0.severity == .error } }
 
+    /// Paths of the decoding errors, as they were when the rules began (`beginRules`).
+    private(set) var decodingErrorPaths: [String] = []
+
+    /// The rules run next: what has failed to decode so far decides which rules can run.
+    mutating func beginRules() {
+        decodingErrorPaths = issues.filter { $0.severity == .error }.map(\.path)
+    }
+
+    /// Whether `fields` of the element at `element` all decoded: a rule that reads only
+    /// those runs even when another field of the element is broken, so one `--check`
+    /// reports every problem it can make sense of.
+    func intact(_ element: String, _ fields: String...) -> Bool {
+        for broken in decodingErrorPaths {
+            if broken == element { return false }
+            for field in fields {
+                let path = element.isEmpty ? field : element + "." + field
+                if broken == path || broken.hasPrefix(path + ".") || broken.hasPrefix(path + "[") { return false }
+            }
+        }
+        return true
+    }
+
     mutating func error(_ path: String, _ message: String, at position: SourcePosition? = nil) {
         report(path, message, .error, at: position)
     }

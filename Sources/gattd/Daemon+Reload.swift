@@ -33,9 +33,9 @@ extension Daemon {
             for issue in errors.issues {
                 let metadata: Logger.Metadata = ["config": "\(configPath)", "config.path": "\(issue.path)"]
                 if issue.severity == .error {
-                    logger.error("\(configPath): \(issue)", metadata: metadata)
+                    logger.error("\(issue.located(in: configPath))", metadata: metadata)
                 } else {
-                    logger.warning("\(configPath): \(issue)", metadata: metadata)
+                    logger.warning("\(issue.located(in: configPath))", metadata: metadata)
                 }
             }
             let count = errors.errors.count
@@ -45,7 +45,7 @@ extension Daemon {
             finishReload(status: status)
         case .success(let loaded):
             for warning in loaded.warnings {
-                logger.warning("\(configPath): \(warning)", metadata: ["config.path": "\(warning.path)"])
+                logger.warning("\(warning.located(in: configPath))", metadata: ["config.path": "\(warning.path)"])
             }
             apply(ConfigurationDiff(from: configuration, to: loaded.configuration), loaded.configuration)
         }

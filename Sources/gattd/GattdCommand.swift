@@ -37,12 +37,12 @@ struct GattdCommand {
         case .success(let result):
             loaded = result
         case .failure(let errors):
-            for issue in errors.issues { printError("\(path): \(issue)") }
+            for issue in errors.issues { printError(issue.located(in: path)) }
             let count = errors.issues.filter { $0.severity == .error }.count
             printError("\(path): \(count) error\(count == 1 ? "" : "s"); nothing was started")
             return 78
         }
-        for warning in loaded.warnings { printError("\(path): \(warning)") }
+        for warning in loaded.warnings { printError(warning.located(in: path)) }
         if options.check {
             print(CheckReport(path: path, configuration: loaded.configuration).text)
             return 0

@@ -52,3 +52,20 @@ def test_version():
     result = run("--version")
     assert result.returncode == 0
     assert result.stdout.startswith("gattd ")
+
+
+def test_check_reports_every_problem_at_once_with_its_position(tmp_path):
+    import subprocess
+    from conftest import gattd_binary
+    config = tmp_path / "mixed.json"
+    config.write_text('{\n  "version": 1,\n  "services": [\n    {"id": "s", "uuid": "180F", "characteristics": [\n'
+                      '      {"id": "a", "uuid": "2A19", "flags": ["read", "wrte"], "minLength": 4, "maxLength": 2}\n'
+                      '    ]}\n  ]\n}\n')
+    out = subprocess.run([gattd_binary(), "--check", "--config", str(config)], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 78
+    lines = out.stderr.splitlines()
+    assert lines == [
+        '%s:5:53: services[0].characteristics[0].flags[1]: unknown flag "wrte" (did you mean "write"?)' % config,
+        "%s:5:75: services[0].characteristics[0].minLength: minLength 4 is greater than maxLength 2" % config,
+        "%s: 2 errors; nothing was started" % config,
+    ], lines
