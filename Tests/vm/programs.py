@@ -3,7 +3,9 @@
 """programs.py: what a real central sees of programs that drive gattd (issue 13), run by
 scenarios/gattd-programs.sh with configs/programs.json:
 
-  1. the advertisement's manufacturer data as configured (ffff=01); then `gattctl advertise
+  0. a secondary service, included by the primary one, as the central's stack reports them;
+  1. the advertisement's manufacturer data as configured (ffff=01) and a second one, a
+     broadcast beacon (fffe=beac), at the same time; then `gattctl advertise
      set` changes it while gattd runs, and the central's scan sees ffff=02 (no reload);
   2. a read of `reading` is answered by the handler program (its bytes, not the stored
      value); a write to `gate` is refused by the handler with application error 0x81,
@@ -21,6 +23,7 @@ from bluezcentral import Central, CheckFailed, full_uuid, run, step  # noqa: E40
 from central import att_app_error  # noqa: E402
 
 SERVICE = '12345678-1234-5678-1234-56789abcc000'
+SECONDARY = '12345678-1234-5678-1234-56789abcc100'
 READING = '12345678-1234-5678-1234-56789abcc001'
 GATE = '12345678-1234-5678-1234-56789abcc002'
 
@@ -38,6 +41,10 @@ def plan(args):
         return lambda dev: str(dev.get('Address', '')).upper() == args.peer.upper() and manufacturer(dev).get(0xFFFF) == data
     path, _ = central.discover(ours(b'\x01'), what='the advertisement with ffff=01')
     step('scan: ffff=01 as configured')
+    # The second advertisement at the same time: a non-connectable beacon (its own address
+    # when the controller gives it one, so it is matched by its data).
+    central.discover(lambda dev: manufacturer(dev).get(0xFFFE) == b'\xbe\xac', what='the beacon with fffe=beac')
+    step('scan: the beacon fffe=beac as well (two advertisements at once)')
     changed = subprocess.run([args.gattctl, 'advertise', 'set', 'main', '{"manufacturerData": {"0xFFFF": {"hex": "02"}}}'],
                              capture_output=True, text=True, timeout=30)
     if changed.returncode != 0:
@@ -46,6 +53,18 @@ def plan(args):
     step('scan: ffff=02 after gattctl advertise set (no reload, no re-registration)')
 
     central.connect(path)
+    services = {str(props['UUID']).lower(): (str(p), props)
+                for p, ifaces in central.objects().items()
+                for props in [ifaces.get('org.bluez.GattService1')] if props and str(props['Device']) == path}
+    if SECONDARY not in services or SERVICE not in services:
+        raise CheckFailed('services seen: %s' % sorted(services))
+    secondary_path, secondary = services[SECONDARY]
+    if bool(secondary['Primary']):
+        raise CheckFailed('service %s is seen as primary; the definition says secondary' % SECONDARY)
+    includes = [str(i) for i in services[SERVICE][1].get('Includes', [])]
+    if includes != [secondary_path]:
+        raise CheckFailed('service %s includes %s, expected the secondary service %s' % (SERVICE, includes, secondary_path))
+    step('secondary service %s seen as secondary, included by %s' % (SECONDARY[:8], SERVICE[:8]))
     tree = central.gatt_tree(path)
     chrcs = tree.get(full_uuid(SERVICE), {}).get('chrcs', {})
     reading, gate = chrcs.get(full_uuid(READING)), chrcs.get(full_uuid(GATE))

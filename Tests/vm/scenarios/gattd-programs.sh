@@ -27,7 +27,8 @@ mkdir -p /var/lib/gattd-programs
     >"$OUT/gattd.log" 2>&1 &
 pids+=($!)
 wait_for_line "$OUT/gattd.log" 'GATT application registered' 90 || exit 1
-wait_for_line "$OUT/gattd.log" 'advertisement registered' 60 || exit 1
+wait_for_line "$OUT/gattd.log" 'advertisement registered.*adv.id=main' 60 || exit 1
+wait_for_line "$OUT/gattd.log" 'advertisement registered.*adv.id=beacon' 60 || exit 1
 wait_for_line "$OUT/gattd.log" 'control API ready' 30 || exit 1
 echo "gattd serves programs.json ($(elapsed) s)"
 
@@ -40,7 +41,7 @@ echo "handler program registered ($(elapsed) s)"
 
 /usr/bin/python3 -u "$VM/programs.py" --gattctl "$GATTCTL_BIN" --adapter hci1 --peer "$HCI0_ADDR" || exit 1
 grep -q 'advertising data changed' "$OUT/gattd.log" || { echo "FAIL: gattd did not log the data change"; exit 1; }
-n=$(grep -c 'advertisement registered' "$OUT/gattd.log")
+n=$(grep -c 'advertisement registered.*adv.id=main' "$OUT/gattd.log")
 [ "$n" = 1 ] || { echo "FAIL: the advertisement was registered $n times; a data change must not re-register"; exit 1; }
 grep -q '^write gate 05' "$OUT/handler.log" || { echo "FAIL: the handler did not see the central's write"; exit 1; }
 echo "scenario passed in $(elapsed) s"
