@@ -7,6 +7,8 @@ scenarios/gattd-programs.sh with configs/programs.json:
   1. the advertisement's manufacturer data as configured (ffff=01) and a second one, a
      broadcast beacon (fffe=beac), at the same time; then `gattctl advertise
      set` changes it while gattd runs, and the central's scan sees ffff=02 (no reload);
+  3. (last) gattd killed with SIGKILL while the central is connected and started again:
+     the central reads the value it wrote before the kill;
   2. a read of `reading` is answered by the handler program (its bytes, not the stored
      value); a write to `gate` is refused by the handler with application error 0x81,
      which reaches the central as BlueZ reports ATT errors.
@@ -26,6 +28,7 @@ SERVICE = '12345678-1234-5678-1234-56789abcc000'
 SECONDARY = '12345678-1234-5678-1234-56789abcc100'
 READING = '12345678-1234-5678-1234-56789abcc001'
 GATE = '12345678-1234-5678-1234-56789abcc002'
+NOTE = '12345678-1234-5678-1234-56789abcc003'
 
 
 def manufacturer(dev):
@@ -77,6 +80,32 @@ def plan(args):
     central.expect_dbus_error(lambda: central.write(gate['path'], b'\x05'), *att_app_error(0x81),
                               what='write to gate')
     step('write to gate -> application error 0x81 from the handler')
+
+    # gattd killed while this central stays connected, started again by hand: the central
+    # finds the services again and reads the value it wrote before the kill.
+    note = chrcs.get(full_uuid(NOTE))
+    central.write(note['path'], b'before the kill')
+    step('wrote note = "before the kill"; gattd is killed with SIGKILL and started again')
+    restarted = subprocess.run(['/bin/bash', '-c', args.restart], capture_output=True, text=True, timeout=120)
+    if restarted.returncode != 0:
+        raise CheckFailed('restarting gattd failed: %s' % (restarted.stdout + restarted.stderr).strip())
+    if not central.prop(path, 'org.bluez.Device1', 'Connected'):
+        central.connect(path)
+        step('the link dropped with gattd; reconnected')
+
+    def note_again():
+        for p, ifaces in central.objects().items():
+            c = ifaces.get('org.bluez.GattCharacteristic1')
+            if c and str(c['UUID']).lower() == full_uuid(NOTE) and str(p).startswith(path + '/'):
+                found['note'] = str(p)
+                return True
+        return False
+    found = {}
+    central.pump_until(note_again, 60, 'the note characteristic after gattd came back')
+    value = central.read(found['note'])
+    if value != b'before the kill':
+        raise CheckFailed('after the SIGKILL and restart note reads %r, expected b"before the kill"' % value)
+    step('after gattd\'s SIGKILL and restart the central reads note = "before the kill" (saved before the write was answered)')
     central.disconnect(path)
     step('disconnected')
 
@@ -86,6 +115,7 @@ def main():
     parser.add_argument('--adapter', default='hci1')
     parser.add_argument('--peer', default='00:AA:01:00:00:00')
     parser.add_argument('--gattctl', required=True)
+    parser.add_argument('--restart', required=True, help='shell command: SIGKILL gattd and start it again')
     args = parser.parse_args()
     run(lambda: plan(args))
 

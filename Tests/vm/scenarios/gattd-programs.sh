@@ -21,11 +21,28 @@ done
 install_gattd_policy
 
 pids=()
-trap 'kill "${pids[@]}" 2>/dev/null' EXIT
+trap 'kill "${pids[@]}" $(cat /tmp/gattd.pid 2>/dev/null) 2>/dev/null' EXIT
 mkdir -p /var/lib/gattd-programs
-"$GATTD_BIN" --config "$CONFIG" --adapter hci0 --state-dir /var/lib/gattd-programs --log-level debug \
-    >"$OUT/gattd.log" 2>&1 &
-pids+=($!)
+start_gattd() {
+    "$GATTD_BIN" --config "$CONFIG" --adapter hci0 --state-dir /var/lib/gattd-programs --log-level debug \
+        >>"$OUT/gattd.log" 2>&1 &
+    echo $! >/tmp/gattd.pid
+}
+# What the central runs while it stays connected: SIGKILL, start again, wait until registered.
+cat >/tmp/restart-gattd <<SH
+kill -KILL \$(cat /tmp/gattd.pid)
+while kill -0 \$(cat /tmp/gattd.pid) 2>/dev/null; do sleep 0.1; done
+echo '--- gattd started again after SIGKILL' >>"$OUT/gattd.log"
+$(declare -f start_gattd wait_for_line)
+CONFIG=$CONFIG GATTD_BIN=$GATTD_BIN OUT=$OUT
+start_gattd
+deadline=\$(( \$(date +%s) + 60 ))
+until [ "\$(grep -c 'GATT application registered' "$OUT/gattd.log")" -ge 2 ]; do
+    [ \$(date +%s) -lt \$deadline ] || { echo "gattd did not register again"; exit 1; }
+    sleep 0.2
+done
+SH
+start_gattd
 wait_for_line "$OUT/gattd.log" 'GATT application registered' 90 || exit 1
 wait_for_line "$OUT/gattd.log" 'advertisement registered.*adv.id=main' 60 || exit 1
 wait_for_line "$OUT/gattd.log" 'advertisement registered.*adv.id=beacon' 60 || exit 1
@@ -39,9 +56,10 @@ pids+=($!)
 wait_for_line "$OUT/handler.log" '^registered' 30 || exit 1
 echo "handler program registered ($(elapsed) s)"
 
-/usr/bin/python3 -u "$VM/programs.py" --gattctl "$GATTCTL_BIN" --adapter hci1 --peer "$HCI0_ADDR" || exit 1
+/usr/bin/python3 -u "$VM/programs.py" --gattctl "$GATTCTL_BIN" --adapter hci1 --peer "$HCI0_ADDR" \
+    --restart "bash /tmp/restart-gattd" || exit 1
 grep -q 'advertising data changed' "$OUT/gattd.log" || { echo "FAIL: gattd did not log the data change"; exit 1; }
-n=$(grep -c 'advertisement registered.*adv.id=main' "$OUT/gattd.log")
+n=$(sed '/^--- gattd started again after SIGKILL/q' "$OUT/gattd.log" | grep -c 'advertisement registered.*adv.id=main')
 [ "$n" = 1 ] || { echo "FAIL: the advertisement was registered $n times; a data change must not re-register"; exit 1; }
 grep -q '^write gate 05' "$OUT/handler.log" || { echo "FAIL: the handler did not see the central's write"; exit 1; }
 echo "scenario passed in $(elapsed) s"
