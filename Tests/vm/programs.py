@@ -46,8 +46,9 @@ def plan(args):
     step('scan: ffff=01 as configured')
     # The second advertisement at the same time: a non-connectable beacon (its own address
     # when the controller gives it one, so it is matched by its data).
-    central.discover(lambda dev: manufacturer(dev).get(0xFFFE) == b'\xbe\xac', what='the beacon with fffe=beac')
-    step('scan: the beacon fffe=beac as well (two advertisements at once)')
+    beacon = b'\xbe\xac' + bytes(25)
+    central.discover(lambda dev: manufacturer(dev).get(0xFFFE) == beacon, what='the 31-byte beacon with fffe=beac...')
+    step('scan: the beacon as well, its advertising data exactly 31 bytes (two advertisements at once)')
     changed = subprocess.run([args.gattctl, 'advertise', 'set', 'main', '{"manufacturerData": {"0xFFFF": {"hex": "02"}}}'],
                              capture_output=True, text=True, timeout=30)
     if changed.returncode != 0:

@@ -48,6 +48,10 @@ wait_for_line "$OUT/gattd.log" 'advertisement registered.*adv.id=main' 60 || exi
 wait_for_line "$OUT/gattd.log" 'advertisement registered.*adv.id=beacon' 60 || exit 1
 wait_for_line "$OUT/gattd.log" 'control API ready' 30 || exit 1
 echo "gattd serves programs.json ($(elapsed) s)"
+# The kernel's legacy limit is the one gattd --check applies: 31 bytes of advertising data
+# go through (gattd's beacon is exactly 31, the central checks it arrives whole), 32 do not.
+/usr/bin/python3 "$VM/mgmt_adv.py" 1 31 || { echo "FAIL: the kernel refused 31 bytes of advertising data"; exit 1; }
+/usr/bin/python3 "$VM/mgmt_adv.py" 1 32 && { echo "FAIL: the kernel accepted 32 bytes of advertising data"; exit 1; }
 
 /usr/bin/python3 -u "$ROOT/Tests/integration/handler_program.py" --ids reading,gate \
     --answer "reading=$(printf 'from the handler' | od -An -tx1 | tr -d ' \n')" \
