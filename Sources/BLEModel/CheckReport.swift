@@ -35,6 +35,7 @@ public struct CheckReport {
         for advertisement in configuration.advertisements {
             lines.append(contentsOf: advertisementLines(advertisement))
         }
+        lines.append("  security: \(configuration.security.summary)")
         return lines.joined(separator: "\n")
     }
 }

@@ -33,6 +33,7 @@ extension Configuration {
         for advertisement in advertisements {
             validate(advertisement, into: &context)
         }
+        validateSecurity(into: &context)
     }
 
     // MARK: - Ids

@@ -15,15 +15,18 @@ public struct Configuration: Sendable, Equatable {
     /// Services in file order; register them in `servicesInRegistrationOrder`.
     public var services: [ServiceDefinition]
     public var advertisements: [AdvertisementDefinition]
+    /// Pairing, the pairing window and bonded-only (`security`; absent: no pairing).
+    public var security: SecurityDefinition
 
     public init(
         version: Int = 1, adapter: String? = nil, alias: String? = nil, services: [ServiceDefinition],
-        advertisements: [AdvertisementDefinition] = []
+        advertisements: [AdvertisementDefinition] = [], security: SecurityDefinition = SecurityDefinition()
     ) {
         self.version = version
         self.adapter = adapter
         self.alias = alias
         self.services = services
         self.advertisements = advertisements
+        self.security = security
     }
 }

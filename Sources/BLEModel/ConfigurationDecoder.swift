@@ -11,7 +11,7 @@ struct ConfigurationDecoder {
     /// `sourcePath`s of elements whose `id` key was absent (ids to derive).
     private(set) var absentIDs: Set<String> = []
 
-    static let topLevelKeys = ["version", "adapter", "alias", "services", "advertisements"]
+    static let topLevelKeys = ["version", "adapter", "alias", "services", "advertisements", "security"]
     static let serviceKeys = ["id", "uuid", "primary", "includes", "characteristics"]
     static let characteristicKeys = [
         "id", "uuid", "flags", "value", "minLength", "maxLength", "descriptors", "persist", "update",
@@ -53,6 +53,9 @@ struct ConfigurationDecoder {
         }
         if let value = object["advertisements"], let elements = context.array(value, "advertisements") {
             configuration.advertisements = elements.enumerated().compactMap { advertisement($1, "advertisements[\($0)]") }
+        }
+        if let value = object["security"], let security = security(value, "security") {
+            configuration.security = security
         }
         return configuration
     }

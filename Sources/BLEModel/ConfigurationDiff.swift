@@ -14,7 +14,7 @@
 ///   applied in place to attributes nobody has written.
 /// - Advertisements are matched by id; `changedAdvertisements` go out as
 ///   `PropertiesChanged` without registering again.
-/// - `restartOnly`: settings gattd reads only at start (`adapter`, `alias`).
+/// - `restartOnly`: settings gattd reads only at start (`adapter`, `alias`, `security`).
 ///
 /// `sourcePath` (where a definition sits in the file) never counts as a change.
 public struct ConfigurationDiff: Sendable, Equatable {
@@ -58,6 +58,7 @@ public struct ConfigurationDiff: Sendable, Equatable {
         removedAdvertisements = old.advertisements.map(\.id).filter { !newIDs.contains($0) }
         if old.adapter != new.adapter { restartOnly.append("adapter") }
         if old.alias != new.alias { restartOnly.append("alias") }
+        if old.security != new.security { restartOnly.append("security") }
     }
 
     /// Whether the GATT application must be rebuilt and registered again.

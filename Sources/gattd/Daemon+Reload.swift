@@ -17,7 +17,7 @@ import Logging
 ///   `notifyIntervalMs`) unregisters the application, rebuilds the database, carries over
 ///   written values that still fit, exports and registers again; READY=1 waits until the
 ///   registrar has settled, as at start.
-/// - `adapter` and `alias` take effect at the next start (logged as a warning).
+/// - `adapter`, `alias` and `security` take effect at the next start (logged as a warning).
 extension Daemon {
     func reload() {
         guard !stopping else { return }
