@@ -37,8 +37,9 @@ final class ExportedAttribute: DBusObject {
         }
     }
 
-    /// Emits `value` as `PropertiesChanged(Value)` (a notification).
-    func notifyValue(_ value: [UInt8], on connection: BusConnection) throws(DBusError) {
+    /// Emits `value` as `PropertiesChanged(Value)` (a notification), to `destination` only
+    /// (bluetoothd: nobody else on the bus may see the value).
+    func notifyValue(_ value: [UInt8], on connection: BusConnection, to destination: String) throws(DBusError) {
         let signal: BytePropertySignal
         if let valueSignal {
             signal = valueSignal
@@ -46,7 +47,7 @@ final class ExportedAttribute: DBusObject {
             signal = try BytePropertySignal(path: path, interface: interfaces[0].name, property: "Value")
             valueSignal = signal
         }
-        try connection.emit(signal, carrying: value)
+        try connection.emit(signal, carrying: value, to: destination)
     }
 
     func property(_ name: String, interface: String) -> DBusValue? {
@@ -54,10 +55,16 @@ final class ExportedAttribute: DBusObject {
         case "UUID": return .string(attribute.uuid.description)
         case parentProperty: return .objectPath(parentPath)
         case "Flags": return .stringArray(flags)
-        case "Value": return .bytes(attribute.value)
+        case "Value": return .bytes(attribute.value)  // only to bluetoothd: see `isPropertyReadable`
         case "Notifying" where attribute.isCharacteristic: return .bool(attribute.isNotifying)
         default: return nil
         }
+    }
+
+    /// `Value` only for bluetoothd (the `org.bluez` owner): a local process must not read
+    /// over D-Bus what a central may only read over an encrypted link. The rest is public.
+    func isPropertyReadable(_ name: String, interface: String, by caller: String?) -> Bool {
+        name != "Value" || (caller != nil && caller == requests.trustedSender)
     }
 
     func setProperty(_ name: String, interface: String, value: DBusValue) throws(DBusError) {

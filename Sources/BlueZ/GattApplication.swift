@@ -106,10 +106,14 @@ public final class GattApplication: NotificationSink {
 
     /// A subscribed characteristic's new value goes out as PropertiesChanged(Value), which
     /// bluetoothd turns into a notification or indication for every subscribed central.
+    /// The signal is addressed to bluetoothd alone (docs/security.md): no other process on
+    /// the bus receives it, whatever match rules it adds.
     public func send(_ attribute: Attribute, value: [UInt8]) -> Bool {
-        guard attribute.isNotifying, let object = characteristics[attribute.id] else { return false }
+        guard attribute.isNotifying, let object = characteristics[attribute.id], let bluez = trustedSender else {
+            return false
+        }
         do {
-            try object.notifyValue(value, on: connection)
+            try object.notifyValue(value, on: connection, to: bluez)
         } catch {
             logger.error("could not notify", metadata: ["gatt.id": "\(attribute.id)", "error": "\(error)"])
             return false

@@ -18,7 +18,7 @@ extension BusConnection {
         objects[path.rawValue] = entry
         if let root = managingRoot(of: path) {
             try? emitSignal(path: root, interface: Names.objectManager, member: "InterfacesAdded",
-                            arguments: [.objectPath(path), entry.interfacesAndProperties()])
+                            arguments: [.objectPath(path), entry.interfacesAndProperties(for: nil)])
         }
     }
 
@@ -173,7 +173,7 @@ extension BusConnection {
             return .failure(.invalidArgs("GetManagedObjects expects signature '', got '\(message.signature)'"))
         }
         let below = objects.values.filter { $0.path.isDescendant(of: path) }.sorted { $0.sequence < $1.sequence }
-        let entries = below.map { DBusDictionaryEntry(key: .objectPath($0.path), value: $0.interfacesAndProperties()) }
+        let entries = below.map { DBusDictionaryEntry(key: .objectPath($0.path), value: $0.interfacesAndProperties(for: message.sender)) }
         return .success([.dictionary(keySignature: "o", valueSignature: "a{sa{sv}}", entries)])
     }
 }

@@ -28,13 +28,16 @@ extension BusConnection {
             return .failure(.unknownInterface("no interface '\(interfaceName)' at \(entry.path)"))
         }
         if member == "GetAll" {
-            return .success([entry.propertyValues(of: interface)])
+            return .success([entry.propertyValues(of: interface, for: message.sender)])
         }
         let name = arguments[1].asString ?? ""
         guard let property = entry.properties[interfaceName]?[name] else {
             return .failure(.unknownProperty("no property \(interfaceName).\(name) at \(entry.path)"))
         }
         if member == "Get" {
+            guard entry.object.isPropertyReadable(name, interface: interfaceName, by: message.sender) else {
+                return .failure(.accessDenied("property \(interfaceName).\(name) at \(entry.path) is not readable by this caller"))
+            }
             guard let value = entry.object.property(name, interface: interfaceName) else {
                 return .failure(.unknownProperty("property \(interfaceName).\(name) has no value"))
             }

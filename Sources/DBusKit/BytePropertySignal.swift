@@ -14,12 +14,16 @@ import Glibc
 /// hands out a pointer into the message's own buffer; writing through it keeps every
 /// offset, length and the signature as they were, because the length is the template's.
 /// A value of another length builds a new template.
+///
+/// With a `destination` the signal is unicast: dbus-daemon delivers it to that connection
+/// only, whatever match rules others have added (a broadcast `PropertiesChanged` reaches
+/// every process on the bus that asks for it). A new destination builds a new template.
 public final class BytePropertySignal {
     public let path: ObjectPath
     public let interface: String
     public let property: String
-    /// The message built for values of `length` bytes.
-    private var template: (message: Message, length: Int)?
+    /// The message built for values of `length` bytes, sent to `destination`.
+    private var template: (message: Message, length: Int, destination: String?)?
     /// Templates built (the first value, and every change of length); for tests.
     public private(set) var templatesBuilt = 0
 
@@ -32,14 +36,15 @@ public final class BytePropertySignal {
         self.property = property
     }
 
-    /// The signal carrying `bytes`, ready to send (no serial yet).
-    public func message(carrying bytes: [UInt8]) -> Message {
+    /// The signal carrying `bytes`, ready to send (no serial yet); addressed to
+    /// `destination` (a bus name) when one is given, else broadcast.
+    public func message(carrying bytes: [UInt8], to destination: String? = nil) -> Message {
         let template: Message
-        if let prepared = self.template, prepared.length == bytes.count {
+        if let prepared = self.template, prepared.length == bytes.count, prepared.destination == destination {
             template = prepared.message
         } else {
-            template = build(bytes)
-            self.template = (template, bytes.count)
+            template = build(bytes, destination: destination)
+            self.template = (template, bytes.count, destination)
             templatesBuilt += 1
         }
         guard let copy = dbus_message_copy(template.raw) else {
@@ -50,9 +55,14 @@ public final class BytePropertySignal {
         return message
     }
 
-    private func build(_ bytes: [UInt8]) -> Message {
+    private func build(_ bytes: [UInt8], destination: String?) -> Message {
         guard let raw = dbus_message_new_signal(path.rawValue, Names.properties, "PropertiesChanged") else {
             preconditionFailure("out of memory creating a D-Bus signal")
+        }
+        if let destination {
+            guard dbus_message_set_destination(raw, destination) != 0 else {
+                preconditionFailure("out of memory setting a D-Bus destination")
+            }
         }
         let message = Message(taking: raw)
         var iter = DBusMessageIter()
@@ -97,8 +107,11 @@ public final class BytePropertySignal {
 }
 
 extension BusConnection {
-    /// Emits `signal` carrying `bytes` (see `BytePropertySignal`).
-    public func emit(_ signal: BytePropertySignal, carrying bytes: [UInt8]) throws(DBusError) {
-        try send(signal.message(carrying: bytes))
+    /// Emits `signal` carrying `bytes` (see `BytePropertySignal`), to `destination` only
+    /// when one is given.
+    public func emit(_ signal: BytePropertySignal, carrying bytes: [UInt8], to destination: String? = nil)
+        throws(DBusError)
+    {
+        try send(signal.message(carrying: bytes, to: destination))
     }
 }

@@ -12,6 +12,10 @@ public protocol DBusObject: AnyObject {
     /// The current value of a declared property, or nil to omit it (from `GetAll` and
     /// `GetManagedObjects`; `Get` answers `UnknownProperty`).
     func property(_ name: String, interface: String) -> DBusValue?
+    /// Whether `caller` (a unique bus name; nil for a broadcast such as `InterfacesAdded`)
+    /// may read the property: false leaves it out of `GetAll` and `GetManagedObjects` and
+    /// answers `Get` with `AccessDenied`. Every property is readable unless the object says not.
+    func isPropertyReadable(_ name: String, interface: String, by caller: String?) -> Bool
     /// Stores a new value for a declared `.readwrite` property; `value` already has the
     /// declared signature. Throw to reject it (the error is the reply).
     func setProperty(_ name: String, interface: String, value: DBusValue) throws(DBusError)
@@ -21,6 +25,8 @@ public protocol DBusObject: AnyObject {
 
 extension DBusObject {
     public func property(_ name: String, interface: String) -> DBusValue? { nil }
+
+    public func isPropertyReadable(_ name: String, interface: String, by caller: String?) -> Bool { true }
 
     public func setProperty(_ name: String, interface: String, value: DBusValue) throws(DBusError) {
         throw .propertyReadOnly("property \(interface).\(name) is read-only")

@@ -62,11 +62,13 @@ final class ExportedObject {
         return nil
     }
 
-    /// `a{sv}` of every non-nil property of `interface`, in declaration order.
-    func propertyValues(of interface: DBusInterface) -> DBusValue {
+    /// `a{sv}` of every non-nil property of `interface` that `caller` (a unique name; nil for
+    /// a broadcast) may read, in declaration order.
+    func propertyValues(of interface: DBusInterface, for caller: String?) -> DBusValue {
         var entries: [DBusDictionaryEntry] = []
         entries.reserveCapacity(interface.properties.count)
-        for property in interface.properties {
+        for property in interface.properties
+        where object.isPropertyReadable(property.name, interface: interface.name, by: caller) {
             if let value = object.property(property.name, interface: interface.name) {
                 entries.append(DBusDictionaryEntry(key: .string(property.name), value: .variant(value)))
             }
@@ -75,15 +77,15 @@ final class ExportedObject {
     }
 
     /// `a{sa{sv}}` as in `GetManagedObjects` and `InterfacesAdded`: the standard interfaces
-    /// with empty dictionaries, then every interface with its properties.
-    func interfacesAndProperties() -> DBusValue {
+    /// with empty dictionaries, then every interface with the properties `caller` may read.
+    func interfacesAndProperties(for caller: String?) -> DBusValue {
         let empty = DBusValue.dictionary(keySignature: "s", valueSignature: "v", [])
         var entries = [
             DBusDictionaryEntry(key: .string(Names.introspectable), value: empty),
             DBusDictionaryEntry(key: .string(Names.properties), value: empty),
         ]
         for interface in interfaces {
-            entries.append(DBusDictionaryEntry(key: .string(interface.name), value: propertyValues(of: interface)))
+            entries.append(DBusDictionaryEntry(key: .string(interface.name), value: propertyValues(of: interface, for: caller)))
         }
         return .dictionary(keySignature: "s", valueSignature: "a{sv}", entries)
     }
