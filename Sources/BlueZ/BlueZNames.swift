@@ -15,6 +15,10 @@ enum BlueZNames {
     static let gattDescriptor = "org.bluez.GattDescriptor1"
     static let advertisement = "org.bluez.LEAdvertisement1"
     static let device = "org.bluez.Device1"
+    static let agentManager = "org.bluez.AgentManager1"
+    static let agent = "org.bluez.Agent1"
+    /// Where bluetoothd serves `AgentManager1`.
+    static let bluezRoot: ObjectPath = "/org/bluez"
 
     static let dbusService = "org.freedesktop.DBus"
     static let dbusPath: ObjectPath = "/org/freedesktop/DBus"
@@ -26,6 +30,8 @@ enum BlueZNames {
     static let applicationRoot: ObjectPath = "/org/gattd/app"
     /// Where gattd's advertisements live.
     static let advertisementRoot: ObjectPath = "/org/gattd/adv"
+    /// gattd's pairing agent (`org.bluez.Agent1`).
+    static let agentPath: ObjectPath = "/org/gattd/agent"
 }
 
 /// The `org.bluez.Error.*` names gattd returns to bluetoothd or gets from it.
@@ -41,4 +47,7 @@ extension BlueZError {
     static let invalidArguments = "org.bluez.Error.InvalidArguments"
     static let alreadyExists = "org.bluez.Error.AlreadyExists"
     static let doesNotExist = "org.bluez.Error.DoesNotExist"
+    /// What an agent answers to refuse a request (bluetoothd fails the pairing).
+    static let rejected = "org.bluez.Error.Rejected"
+    static let canceled = "org.bluez.Error.Canceled"
 }

@@ -24,6 +24,24 @@ public final class CentralWatch {
         var address: String
         var name: String?
         var connected = false
+        var paired = false
+        /// `Bonded` (bluetoothd 5.67+); nil where bluetoothd has no such property.
+        var bonded: Bool?
+        var trusted = false
+
+        /// A bond is kept: `Bonded`, or `Paired` where bluetoothd does not say `Bonded`.
+        var isBonded: Bool { bonded ?? paired }
+    }
+
+    /// A central bluetoothd keeps a bond with (`gattctl bonds`).
+    public struct Bond: Equatable, Sendable {
+        public var device: String
+        public var address: String
+        public var name: String?
+        public var paired: Bool
+        public var bonded: Bool
+        public var trusted: Bool
+        public var connected: Bool
     }
 
     public var onEvent: ((Event) -> Void)?
@@ -113,7 +131,9 @@ public final class CentralWatch {
                 let values = Dictionary(properties, uniquingKeysWith: { $1 })
                 centrals[device.rawValue] = Central(
                     address: values["Address"]?.asString ?? Self.address(fromPath: device.rawValue),
-                    name: values["Name"]?.asString, connected: values["Connected"]?.asBool ?? false)
+                    name: values["Name"]?.asString, connected: values["Connected"]?.asBool ?? false,
+                    paired: values["Paired"]?.asBool ?? false, bonded: values["Bonded"]?.asBool,
+                    trusted: values["Trusted"]?.asBool ?? false)
             }
         }
     }
@@ -134,6 +154,9 @@ public final class CentralWatch {
         var central = centrals[device] ?? Central(address: Self.address(fromPath: device))
         if let address = changed["Address"]?.asString { central.address = address }
         if let name = changed["Name"]?.asString { central.name = name }
+        if let paired = changed["Paired"]?.asBool { central.paired = paired }
+        if let bonded = changed["Bonded"]?.asBool { central.bonded = bonded }
+        if let trusted = changed["Trusted"]?.asBool { central.trusted = trusted }
         let wasConnected = central.connected
         if let connected = changed["Connected"]?.asBool { central.connected = connected }
         centrals[device] = central
@@ -145,6 +168,51 @@ public final class CentralWatch {
             central.connected
                 ? .connected(device: device, address: central.address, name: central.name)
                 : .disconnected(device: device, address: central.address, name: central.name))
+    }
+
+    /// The centrals bluetoothd keeps a bond (or a pairing) with, by address.
+    public var bonds: [Bond] {
+        centrals.filter { $0.value.isBonded || $0.value.paired }.map { device, central in
+            Bond(
+                device: device, address: central.address, name: central.name, paired: central.paired,
+                bonded: central.isBonded, trusted: central.trusted, connected: central.connected)
+        }.sorted { $0.address < $1.address }
+    }
+
+    /// Whether bluetoothd keeps a bond with `device`.
+    public func isBonded(_ device: String) -> Bool { centrals[device]?.isBonded ?? false }
+
+    /// The device object of the central with `address` (any case), if bluetoothd knows it.
+    public func device(address: String) -> String? {
+        centrals.first { $0.value.address.uppercased() == address.uppercased() }?.key
+    }
+
+    /// Removes `device` and its keys from bluetoothd (`Adapter1.RemoveDevice`); a connected
+    /// central is disconnected by it.
+    public func remove(device: String, completion: @escaping (DBusError?) -> Void) {
+        guard let adapterPath, let path = try? ObjectPath(device) else {
+            return completion(DBusError(name: BlueZError.doesNotExist, message: "no adapter"))
+        }
+        connection.call(
+            destination: BlueZNames.service, path: adapterPath, interface: BlueZNames.adapter, member: "RemoveDevice",
+            arguments: [.objectPath(path)]
+        ) { result in
+            if case .failure(let error) = result { return completion(error) }
+            completion(nil)
+        }
+    }
+
+    /// Drops the link to `device` (`Device1.Disconnect`).
+    public func disconnect(device: String, completion: @escaping (DBusError?) -> Void) {
+        guard let path = try? ObjectPath(device) else {
+            return completion(DBusError(name: BlueZError.doesNotExist, message: "bad device path"))
+        }
+        connection.call(
+            destination: BlueZNames.service, path: path, interface: BlueZNames.device, member: "Disconnect"
+        ) { result in
+            if case .failure(let error) = result { return completion(error) }
+            completion(nil)
+        }
     }
 
     /// `AA:BB:CC:DD:EE:FF` from `/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF`.

@@ -25,6 +25,10 @@ public enum ControlError: Error, Equatable, Sendable {
     case alreadyClaimed(id: String, by: String)
     /// `UnregisterHandler` for an object the caller never registered.
     case notRegistered(String)
+    /// `OpenPairing` while gattd does not pair, or pairs always or never; the reason.
+    case pairingUnavailable(String)
+    /// `RemoveBond` for an address bluetoothd keeps no bond with.
+    case unknownBond(String)
     /// gattd could not do it for another reason, in plain words.
     case failed(String)
 
@@ -38,6 +42,8 @@ public enum ControlError: Error, Equatable, Sendable {
         public static let invalidAdvertisement = ControlNames.errorPrefix + "InvalidAdvertisement"
         public static let alreadyClaimed = ControlNames.errorPrefix + "AlreadyClaimed"
         public static let notRegistered = ControlNames.errorPrefix + "NotRegistered"
+        public static let pairingUnavailable = ControlNames.errorPrefix + "PairingUnavailable"
+        public static let unknownBond = ControlNames.errorPrefix + "UnknownBond"
         public static let failed = ControlNames.errorPrefix + "Failed"
     }
 
@@ -51,6 +57,8 @@ public enum ControlError: Error, Equatable, Sendable {
         case .invalidAdvertisement: Name.invalidAdvertisement
         case .alreadyClaimed: Name.alreadyClaimed
         case .notRegistered: Name.notRegistered
+        case .pairingUnavailable: Name.pairingUnavailable
+        case .unknownBond: Name.unknownBond
         case .failed: Name.failed
         }
     }
@@ -74,6 +82,10 @@ public enum ControlError: Error, Equatable, Sendable {
             "\(id) is already served by the handler \(holder)"
         case .notRegistered(let name):
             "no handler \(name) is registered by this caller"
+        case .pairingUnavailable(let reason):
+            reason
+        case .unknownBond(let address):
+            "no bond with \(address)"
         case .failed(let text):
             text
         }

@@ -15,7 +15,8 @@ extension ControlManager {
     /// `GetStatus`: `Version` s, `Adapter` s ("" while none), `Registered` b,
     /// `Registration` s (in words), `Advertisements` a{ss} (id -> state), `Advertising` as
     /// (ids on air), `Subscriptions` u (characteristics with a subscriber), `LastError` s
-    /// ("" when none).
+    /// ("" when none), then `Pairing` s (mode), `Pairable` s, `PairingOpen` b,
+    /// `PairingSecondsLeft` u (the last three only when gattd pairs) and `BondedOnly` b.
     func status() -> DBusValue {
         var adapter = ""
         var registered = false
@@ -43,7 +44,7 @@ extension ControlManager {
             ("Advertising", .stringArray(states.filter { $0.state == .advertising }.map(\.id))),
             ("Subscriptions", .uint32(UInt32(clamping: database.subscribedCount))),
             ("LastError", .string(lastError)),
-        ])
+        ] + pairingStatus())
     }
 
     /// `advertising`, `disabled`, `waiting-for-adapter`, `registering`, `expired`, or

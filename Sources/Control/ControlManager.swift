@@ -65,6 +65,11 @@ public final class ControlManager: DBusObject {
     var programHandlers: [String: (handler: ProgramHandler, watch: SignalSubscription)] = [:]
     /// The adapter gattd serves on (`hci0`), for `AdapterChanged`.
     var currentAdapter: String?
+    /// The security settings served (`security`), and what carries them out: the pairing
+    /// window (nil when gattd does not pair) and the centrals bluetoothd knows (bonds).
+    public var security = SecurityDefinition()
+    public var pairingWindow: PairingWindow?
+    public var centrals: CentralWatch?
 
     public init(
         configuration: Configuration, service: RequestService, advertiser: Advertiser?, connection: BusConnection,
@@ -113,6 +118,9 @@ public final class ControlManager: DBusObject {
                 DBusMethod("Unsubscribe"),
                 DBusMethod("RegisterHandler", inSignature: "oasa{sv}"),
                 DBusMethod("UnregisterHandler", inSignature: "o"),
+                DBusMethod("OpenPairing", inSignature: "u", outSignature: "u"),
+                DBusMethod("ListBonds", outSignature: "aa{sv}"),
+                DBusMethod("RemoveBond", inSignature: "s"),
             ],
             signals: [
                 DBusSignalDescription("ValueWritten", signature: "says"),
@@ -123,6 +131,8 @@ public final class ControlManager: DBusObject {
                 DBusSignalDescription("CentralDisconnected", signature: "oa{sv}"),
                 DBusSignalDescription("AdapterChanged", signature: "ss"),
                 DBusSignalDescription("AdvertisementChanged", signature: "ss"),
+                DBusSignalDescription("PasskeyDisplayed", signature: "oss"),
+                DBusSignalDescription("PairingChanged", signature: "bu"),
             ])
     ]
 
@@ -146,6 +156,9 @@ public final class ControlManager: DBusObject {
         case .unsubscribe: unsubscribe(call)
         case .registerHandler(let object, let ids): registerHandler(object: object, ids: ids, call: call)
         case .unregisterHandler(let object): unregisterHandler(object: object, call: call)
+        case .openPairing(let seconds): openPairing(seconds: seconds, call: call)
+        case .listBonds: call.reply([listBonds()])
+        case .removeBond(let address): removeBond(address: address, call: call)
         }
     }
 

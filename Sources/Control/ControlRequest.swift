@@ -19,6 +19,11 @@ public enum ControlRequest: Equatable, Sendable {
     /// A program's object at `object` claims `ids` (characteristics and descriptors).
     case registerHandler(object: ObjectPath, ids: [String])
     case unregisterHandler(object: ObjectPath)
+    /// Open the pairing window for this many seconds (0: the configured length).
+    case openPairing(seconds: Int)
+    case listBonds
+    /// Forget the bond with the central at this address (`AA:BB:CC:DD:EE:FF`).
+    case removeBond(address: String)
 
     public init(member: String, arguments: [DBusValue]) throws(DBusError) {
         func expect(_ signature: String) throws(DBusError) {
@@ -67,8 +72,35 @@ public enum ControlRequest: Equatable, Sendable {
             try expect("o")
             guard let object = arguments[0].asObjectPath else { throw .invalidArgs("UnregisterHandler takes (o)") }
             self = .unregisterHandler(object: object)
+        case "OpenPairing":
+            try expect("u")
+            let seconds = arguments[0].asUInt32 ?? 0
+            guard seconds <= 86_400 else { throw .invalidArgs("OpenPairing: at most 86400 seconds, got \(seconds)") }
+            self = .openPairing(seconds: Int(seconds))
+        case "ListBonds":
+            try expect("")
+            self = .listBonds
+        case "RemoveBond":
+            try expect("s")
+            let address = id()
+            guard Self.isAddress(address) else {
+                throw .invalidArgs("RemoveBond: \"\(address)\" is not an address like AA:BB:CC:DD:EE:FF")
+            }
+            self = .removeBond(address: address.uppercased())
         default:
             throw .unknownMethod("no method \(member)")
         }
+    }
+
+    /// `AA:BB:CC:DD:EE:FF`, hex digits of either case.
+    static func isAddress(_ text: String) -> Bool {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        return parts.count == 6
+            && parts.allSatisfy { part in
+                part.utf8.count == 2
+                    && part.utf8.allSatisfy { byte in
+                        (0x30...0x39).contains(byte) || (0x41...0x46).contains(byte) || (0x61...0x66).contains(byte)
+                    }
+            }
     }
 }

@@ -8,7 +8,7 @@ import Glibc
 struct Gattctl: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gattctl",
-        abstract: "Read and set gattd's values, watch writes and changes, switch advertisements.",
+        abstract: "Read and set gattd's values, watch writes and changes, switch advertisements, manage pairing and bonds.",
         discussion: """
             Talks to gattd over the system bus (DBUS_SYSTEM_BUS_ADDRESS when set), name \
             org.gattd, object /org/gattd, interface org.gattd.Manager1. The bus policy lets root \
@@ -20,7 +20,7 @@ struct Gattctl: ParsableCommand {
         version: "gattctl \(gattdVersion)",
         subcommands: [
             ListCommand.self, GetCommand.self, SetCommand.self, WatchCommand.self, AdvertiseCommand.self,
-            StatusCommand.self,
+            StatusCommand.self, PairingCommand.self, BondsCommand.self,
         ])
 
     /// Like `main()`, but with the exit statuses above: a usage error exits 2 (not

@@ -7,7 +7,7 @@ import DBusKit
 struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Show gattd's adapter, registration, advertisements, subscriptions and last error.",
+        abstract: "Show gattd's adapter, registration, advertisements, subscriptions, pairing and last error.",
         discussion: ExitStatus.helpText)
 
     @Flag(name: .long, help: "Print one JSON object.")
@@ -22,6 +22,9 @@ struct StatusCommand: ParsableCommand {
         let registered = value("Registered")?.asBool ?? false
         let subscriptions = Int(value("Subscriptions")?.asUInt32 ?? 0)
         let lastError = value("LastError")?.asString ?? ""
+        let pairing = value("Pairing")?.asString ?? "none"
+        let pairingOpen = value("PairingOpen")?.asBool ?? false
+        let bondedOnly = value("BondedOnly")?.asBool ?? false
         if json {
             printLine(
                 JSONText.render(
@@ -32,6 +35,8 @@ struct StatusCommand: ParsableCommand {
                         ("registration", .string(value("Registration")?.asString ?? "")),
                         ("advertisements", .object(adverts.map { ($0.0, .string($0.1)) })),
                         ("subscriptions", .number(subscriptions)),
+                        ("pairing", .string(pairing)), ("pairingOpen", .bool(pairingOpen)),
+                        ("bondedOnly", .bool(bondedOnly)),
                         ("lastError", lastError.isEmpty ? .null : .string(lastError)),
                     ])))
             return
@@ -47,6 +52,8 @@ struct StatusCommand: ParsableCommand {
             for (id, state) in adverts { printLine("  \(id): \(state)") }
         }
         printLine("subscriptions:  \(subscriptions)")
+        let pairingState = pairing == "none" ? "" : (pairingOpen ? ", open" : ", closed")
+        printLine("pairing:        \(pairing)\(pairingState)\(bondedOnly ? ", bonded centrals only" : "")")
         printLine("last error:     \(lastError.isEmpty ? "(none)" : lastError)")
     }
 }

@@ -9,14 +9,16 @@ import Glibc
 struct WatchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch",
-        abstract: "Print one line per event (writes, value changes, subscriptions, centrals, adapter, advertisements).",
+        abstract: "Print one line per event (writes, value changes, subscriptions, centrals, pairing, adapter, advertisements).",
         discussion: """
             Lines: "written <id> <hex> <text> device=<path>" for a central's write (also when \
             the value did not change), "changed <id> <hex> <text> origin=<central|control|timer|restored>" \
             for every change, "subscribed <id>" / "unsubscribed <id>", "connected <address> \
             [name=<name>] [mtu=<mtu>] device=<path>" / "disconnected ...", "adapter <name> \
             state=<present|gone|powered|unpowered>", "advertisement <id> state=<state>", and \
-            "ready <id>" (room again in a delivery-all queue). With --json, one object per line \
+            "ready <id>" (room again in a delivery-all queue), "passkey <6 digits> \
+            address=<address> device=<path>" (the passkey to type in on the central pairing now), \
+            "pairing open|closed [seconds=<n>]". With --json, one object per line \
             with "event" and the same fields. "watching" goes to stderr once the subscription \
             is in place. Exits 0 on SIGINT/SIGTERM, 1 when gattd leaves the bus.
 
@@ -84,6 +86,14 @@ struct WatchCommand: ParsableCommand {
         case ("ReadyToUpdate", 1):
             guard let id = strings[0] else { return nil }
             return event("ready", [("id", id)])
+        case ("PasskeyDisplayed", 3):
+            guard let device = arguments[0].asObjectPath, let address = strings[1], let passkey = strings[2] else {
+                return nil
+            }
+            return event("passkey", [("passkey", passkey), ("address", address), ("device", device.rawValue)])
+        case ("PairingChanged", 2):
+            guard let open = arguments[0].asBool, let seconds = arguments[1].asUInt32 else { return nil }
+            return event("pairing", [("state", open ? "open" : "closed")] + (open && seconds > 0 ? [("seconds", "\(seconds)")] : []))
         default:
             return nil
         }

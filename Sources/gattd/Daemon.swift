@@ -31,6 +31,8 @@ final class Daemon {
     let centrals: CentralWatch
     /// org.gattd.Manager1: the control API for programs on the board (gattctl).
     let control: ControlManager
+    /// The pairing agent, the pairing window and bondedOnly (`security`).
+    let security: SecurityWiring
     /// Value sources on timers (issue 4); replaced when a reload rebuilds the tree.
     var updates: UpdateScheduler
     let logger: Logger
@@ -86,6 +88,8 @@ final class Daemon {
         control = ControlManager(
             configuration: configuration, service: service, advertiser: advertiser, connection: connection,
             version: gattdVersion, logger: logger)
+        security = try SecurityWiring(
+            definition: configuration.security, connection: connection, loop: loop, logger: logger)
     }
 
     /// The persistence of `database` in `directory`, with its delayed-save timer on `loop`.
@@ -182,6 +186,7 @@ final class Daemon {
             self.notify { try self.notifier.status(self.statusText(self.registrar.state)) }
         }
         registrar.onAdapterChange = { [unowned self] path, owner in
+            self.security.adapterChanged(path: path.flatMap { try? ObjectPath($0) }, owner: owner)
             if let path, let owner, let objectPath = try? ObjectPath(path) {
                 self.advertiser.adapterAvailable(path: objectPath, owner: owner)
                 self.centrals.adapterAvailable(path: objectPath)
@@ -199,7 +204,13 @@ final class Daemon {
                 self.control.adapterEvent(adapter: nil, state: "gone")
             }
         }
-        centrals.onEvent = { [unowned self] in self.control.centralEvent($0) }
+        centrals.onEvent = { [unowned self] event in
+            self.control.centralEvent(event)
+            if case .connected(let device, let address, _) = event {
+                self.security.centralConnected(device: device, address: address, centrals: self.centrals)
+            }
+        }
+        security.start(control: control, centrals: centrals)
         advertiser.onStateChange = { [unowned self] in self.control.advertisementEvent(id: $0, state: $1) }
         if let interval = notifier.watchdogInterval {
             // Pinged from the loop itself: a wedged loop stops the pings and systemd restarts us.
@@ -284,9 +295,9 @@ final class Daemon {
             self.logger.warning("unregistering took too long; exiting anyway")
             self.loop.stop()
         }
-        // Both unregister at once (each bounded by a 1 s call timeout), so a bluetoothd
-        // that never answers costs one timeout, not two.
-        var pending = 2
+        // All unregister at once (each bounded by a 1 s call timeout), so a bluetoothd
+        // that never answers costs one timeout, not three.
+        var pending = 3
         let finished = { [unowned self] in
             pending -= 1
             guard pending == 0 else { return }
@@ -297,6 +308,7 @@ final class Daemon {
         }
         advertiser.stop(completion: finished)
         registrar.stop(completion: finished)
+        security.stop(completion: finished)
     }
 
     /// Saves whatever is unsaved (timer values within their delay); cheap when nothing is.

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: MIT
+
+public import BLEModel
+public import DBusKit
+public import Logging
+
+/// gattd's pairing agent: an `org.bluez.Agent1` object that bluetoothd asks when a central
+/// pairs (docs/security.md).
+///
+/// - Registered with `AgentManager1.RegisterAgent` under the capability of the configured
+///   mode (`NoInputNoOutput` for just-works, `DisplayOnly` for display-passkey) and made
+///   the default agent, so bluetoothd asks it about pairings the central starts; registered
+///   again whenever bluetoothd comes back (it keeps agents in memory only).
+/// - Every method bluetoothd may call gets a deliberate answer: what the mode and the
+///   pairing window allow is accepted, everything else is refused with
+///   `org.bluez.Error.Rejected` (bluetoothd then fails the pairing).
+/// - Only the current `org.bluez` owner may call it; anybody else is refused and logged.
+/// - `DisplayPasskey` is handed to `onPasskey` (journal, control API, the `onPasskey`
+///   program); the passkey itself is never answered to anyone.
+public final class PairingAgent: DBusObject {
+    /// What the agent did, for the daemon (logs, control API events, the passkey program).
+    public enum Event: Equatable, Sendable {
+        /// bluetoothd gave the passkey the person at `device` must type in.
+        case passkey(device: String, address: String, passkey: UInt32)
+        /// bluetoothd cancelled the request it was asking about.
+        case cancelled
+    }
+
+    public let path: ObjectPath = BlueZNames.agentPath
+    public let mode: SecurityDefinition.Pairing
+    /// Whether pairing is allowed now (the pairing window); asked at every request.
+    public var pairingAllowed: () -> Bool = { false }
+    public var onEvent: ((Event) -> Void)?
+    /// The unique name of the `org.bluez` owner whose calls are answered.
+    public private(set) var trustedSender: String?
+    /// The `org.bluez` owner the agent is registered with, once it answered.
+    public private(set) var registeredWith: String?
+
+    private let connection: BusConnection
+    private let logger: Logger
+    /// Bumped when bluetoothd changes, so answers to older registrations are ignored.
+    private var generation = 0
+    private var exported = false
+    /// The last passkey announced per device: `DisplayPasskey` is called again as the
+    /// central reports keypresses, with the same passkey.
+    private var announced: [String: UInt32] = [:]
+
+    public let interfaces: [DBusInterface] = [
+        DBusInterface(
+            name: BlueZNames.agent,
+            methods: [
+                DBusMethod("Release"),
+                DBusMethod("RequestPinCode", inSignature: "o", outSignature: "s"),
+                DBusMethod("DisplayPinCode", inSignature: "os"),
+                DBusMethod("RequestPasskey", inSignature: "o", outSignature: "u"),
+                DBusMethod("DisplayPasskey", inSignature: "ouq"),
+                DBusMethod("RequestConfirmation", inSignature: "ou"),
+                DBusMethod("RequestAuthorization", inSignature: "o"),
+                DBusMethod("AuthorizeService", inSignature: "os"),
+                DBusMethod("Cancel"),
+            ])
+    ]
+
+    /// `mode` must pair (`.justWorks` or `.displayPasskey`).
+    public init(mode: SecurityDefinition.Pairing, connection: BusConnection, logger: Logger) {
+        precondition(mode.capability != nil, "a pairing agent needs a pairing mode")
+        self.mode = mode
+        self.connection = connection
+        self.logger = logger
+    }
+
+    /// Exports the agent object (once); registration waits for bluetoothd.
+    public func start() throws(DBusError) {
+        guard !exported else { return }
+        try connection.export(self, at: path)
+        exported = true
+    }
+
+    /// bluetoothd (`owner`) is on the bus: register with it, unless already registered.
+    public func bluezAvailable(owner: String) {
+        guard owner != trustedSender else { return }
+        generation += 1
+        trustedSender = owner
+        registeredWith = nil
+        announced.removeAll()
+        register(attempt: generation, owner: owner)
+    }
+
+    /// bluetoothd left the bus: its registration went with it.
+    public func bluezGone() {
+        guard trustedSender != nil else { return }
+        generation += 1
+        trustedSender = nil
+        registeredWith = nil
+        announced.removeAll()
+    }
+
+    private func register(attempt: Int, owner: String) {
+        guard let capability = mode.capability else { return }
+        connection.call(
+            destination: BlueZNames.service, path: BlueZNames.bluezRoot, interface: BlueZNames.agentManager,
+            member: "RegisterAgent", arguments: [.objectPath(path), .string(capability)]
+        ) { [weak self] result in
+            guard let self, attempt == self.generation else { return }
+            switch result {
+            case .success:
+                self.makeDefault(attempt: attempt, owner: owner)
+            case .failure(let error) where error.name == BlueZError.alreadyExists:
+                self.makeDefault(attempt: attempt, owner: owner)
+            case .failure(let error):
+                self.logger.error(
+                    "bluetoothd refused the pairing agent; centrals cannot pair",
+                    metadata: ["error": "\(error.name): \(error.message)", "capability": "\(capability)"])
+            }
+        }
+    }
+
+    private func makeDefault(attempt: Int, owner: String) {
+        connection.call(
+            destination: BlueZNames.service, path: BlueZNames.bluezRoot, interface: BlueZNames.agentManager,
+            member: "RequestDefaultAgent", arguments: [.objectPath(path)]
+        ) { [weak self] result in
+            guard let self, attempt == self.generation else { return }
+            if case .failure(let error) = result {
+                self.logger.error(
+                    "bluetoothd did not make gattd's agent the default; pairings a central starts may find no agent",
+                    metadata: ["error": "\(error.name): \(error.message)"])
+            }
+            self.registeredWith = owner
+            self.logger.info(
+                "pairing agent registered",
+                metadata: ["pairing": "\(self.mode.rawValue)", "capability": "\(self.mode.capability ?? "")"])
+        }
+    }
+
+    /// Unregisters (best effort, bounded) and removes the object; then `completion`.
+    public func stop(completion: @escaping () -> Void) {
+        generation += 1
+        let wasRegistered = registeredWith != nil
+        registeredWith = nil
+        let unexport = { [weak self] in
+            guard let self else { return completion() }
+            if self.exported { self.connection.unexport(self.path) }
+            self.exported = false
+            completion()
+        }
+        guard wasRegistered else { return unexport() }
+        connection.call(
+            destination: BlueZNames.service, path: BlueZNames.bluezRoot, interface: BlueZNames.agentManager,
+            member: "UnregisterAgent", arguments: [.objectPath(path)], timeout: .seconds(1)
+        ) { [weak self] result in
+            if case .failure(let error) = result {
+                self?.logger.warning(
+                    "could not unregister the pairing agent", metadata: ["error": "\(error.name): \(error.message)"])
+            }
+            unexport()
+        }
+    }
+
+    // MARK: - Agent1
+
+    public func handle(_ call: MethodCall) {
+        let member = call.member ?? ""
+        guard let trustedSender, call.isSent(by: trustedSender) else {
+            logger.warning(
+                "pairing agent call refused: not from bluetoothd",
+                metadata: ["method": "\(member)", "sender": "\(call.sender ?? "?")"])
+            call.fail(DBusError(name: BlueZError.rejected, message: "only bluetoothd may call gattd's agent"))
+            return
+        }
+        let arguments = (try? call.arguments()) ?? []
+        let device = arguments.first?.asObjectPath?.rawValue ?? ""
+        let address = CentralWatch.address(fromPath: device)
+        switch member {
+        case "Release":
+            registeredWith = nil
+            logger.info("bluetoothd released the pairing agent")
+            call.reply()
+        case "Cancel":
+            logger.info("bluetoothd cancelled the pairing request")
+            onEvent?(.cancelled)
+            call.reply()
+        case "RequestAuthorization":
+            // Just Works: bluetoothd asks whether an unauthenticated pairing may go ahead.
+            guard mode == .justWorks else {
+                return reject(call, member, address, "display-passkey pairs only with a passkey")
+            }
+            guard pairingAllowed() else { return reject(call, member, address, "pairing is closed") }
+            logger.notice("pairing accepted (just works)", metadata: ["device": "\(address)"])
+            call.reply()
+        case "DisplayPasskey":
+            guard mode == .displayPasskey else {
+                return reject(call, member, address, "just-works shows no passkey")
+            }
+            guard pairingAllowed() else { return reject(call, member, address, "pairing is closed") }
+            let passkey = arguments.count > 1 ? arguments[1].asUInt32 ?? 0 : 0
+            call.reply()
+            guard announced[device] != passkey else { return }
+            announced[device] = passkey
+            onEvent?(.passkey(device: device, address: address, passkey: passkey))
+        case "RequestPinCode", "DisplayPinCode":
+            reject(call, member, address, "gattd pairs over LE only; PIN codes are not used")
+        case "RequestPasskey":
+            reject(call, member, address, "gattd has no keyboard; it displays passkeys, it does not enter them")
+        case "RequestConfirmation":
+            reject(call, member, address, "numeric comparison is not offered (\(mode.rawValue))")
+        case "AuthorizeService":
+            let uuid = arguments.count > 1 ? arguments[1].asString ?? "" : ""
+            reject(call, member, address, "gattd authorizes no profile connections (service \(uuid))")
+        default:
+            reject(call, member, address, "unknown agent method")
+        }
+    }
+
+    private func reject(_ call: MethodCall, _ method: String, _ address: String, _ reason: String) {
+        logger.notice(
+            "pairing request refused", metadata: ["method": "\(method)", "device": "\(address)", "reason": "\(reason)"])
+        call.fail(DBusError(name: BlueZError.rejected, message: reason))
+    }
+
+    /// Six digits, zero-padded, as a person reads a passkey.
+    public static func format(passkey: UInt32) -> String {
+        let digits = String(passkey % 1_000_000)
+        return String(repeating: "0", count: 6 - digits.count) + digits
+    }
+}

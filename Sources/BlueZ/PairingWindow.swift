@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: MIT
+
+public import BLEModel
+public import DBusKit
+public import Logging
+public import Mainloop
+
+/// When centrals may pair with the board (`security.pairable`), kept on the adapter's
+/// `Pairable` and `PairableTimeout` (docs/security.md).
+///
+/// - `always`: `Pairable` true, no timeout. `never`: `Pairable` false.
+/// - `window`: open for the configured seconds from gattd's start and from every
+///   `open(seconds:)` (`gattctl pairing open`), closed after. While open, the adapter gets
+///   `Pairable` true with `PairableTimeout` set to the seconds left, so bluetoothd closes it
+///   on time even if gattd is killed; gattd's own timer closes it too.
+/// - The adapter's `Pairable` and `PairableTimeout` as gattd found them are read before the
+///   first change and put back by `stop` (and whenever a new adapter or bluetoothd appears,
+///   the values found then are the ones put back).
+/// - With `Pairable` false the kernel refuses a central that asks to bond; the agent also
+///   refuses any pairing while closed (`isOpen`), bonding or not.
+public final class PairingWindow {
+    public let policy: SecurityDefinition.Pairable
+    /// Called when the window opens or closes: open, and the seconds left (nil: no limit).
+    public var onChange: ((_ open: Bool, _ secondsLeft: Int?) -> Void)?
+
+    private let connection: BusConnection
+    private let loop: EventLoop
+    private let logger: Logger
+    private let clock = ContinuousClock()
+    /// When the window closes (window policy); nil when closed or for always/never.
+    private var deadline: ContinuousClock.Instant?
+    private var closeTimer: LoopTimer?
+    private var adapterPath: ObjectPath?
+    /// `Pairable`, `PairableTimeout` as found on the adapter, once read.
+    private var found: (pairable: Bool, timeout: UInt32)?
+    private var generation = 0
+
+    public init(policy: SecurityDefinition.Pairable, connection: BusConnection, loop: EventLoop, logger: Logger) {
+        self.policy = policy
+        self.connection = connection
+        self.loop = loop
+        self.logger = logger
+    }
+
+    /// Starts the first window (window policy): it counts from gattd's start, adapter or not.
+    public func start() {
+        if case .window(let seconds) = policy { open(seconds: seconds, reason: "gattd started") }
+    }
+
+    /// Whether a central may pair now.
+    public var isOpen: Bool {
+        switch policy {
+        case .always: true
+        case .never: false
+        case .window: deadline.map { clock.now < $0 } ?? false
+        }
+    }
+
+    /// Whole seconds until the window closes (rounded up); nil when closed or unlimited.
+    public var secondsLeft: Int? {
+        guard case .window = policy, let deadline else { return nil }
+        let left = clock.now.duration(to: deadline)
+        guard left > .zero else { return nil }
+        let (seconds, attoseconds) = left.components
+        return Int(seconds) + (attoseconds > 0 ? 1 : 0)
+    }
+
+    /// Opens the window for `seconds` from now (`gattctl pairing open`). Refused (with the
+    /// reason) when the policy is `always` or `never`.
+    public func open(seconds: Int) -> String? {
+        switch policy {
+        case .always: return "pairing is always open (security.pairable is \"always\")"
+        case .never: return "pairing is never open (security.pairable is \"never\")"
+        case .window:
+            open(seconds: seconds, reason: "asked over the control API")
+            return nil
+        }
+    }
+
+    private func open(seconds: Int, reason: String) {
+        deadline = clock.now.advanced(by: .seconds(seconds))
+        closeTimer?.cancel()
+        closeTimer = loop.timer(after: .seconds(seconds)) { [unowned self] in self.close() }
+        logger.notice("pairing open", metadata: ["seconds": "\(seconds)", "reason": "\(reason)"])
+        apply()
+        onChange?(true, seconds)
+    }
+
+    private func close() {
+        closeTimer = nil
+        deadline = nil
+        logger.notice("pairing closed")
+        apply()
+        onChange?(false, nil)
+    }
+
+    /// The registrar chose `path`: read what the adapter has, then set what the policy says.
+    public func adapterAvailable(path: ObjectPath) {
+        generation += 1
+        let attempt = generation
+        adapterPath = path
+        found = nil
+        connection.call(
+            destination: BlueZNames.service, path: path, interface: BlueZNames.properties, member: "GetAll",
+            arguments: [.string(BlueZNames.adapter)]
+        ) { [weak self] result in
+            guard let self, attempt == self.generation else { return }
+            switch result {
+            case .success(let reply):
+                let properties = (try? reply.arguments())?.first
+                self.found = (
+                    properties?.variantDictionaryValue("Pairable")?.asBool ?? false,
+                    properties?.variantDictionaryValue("PairableTimeout")?.asUInt32 ?? 0
+                )
+                self.apply()
+            case .failure(let error):
+                self.logger.error(
+                    "cannot read the adapter's Pairable; pairing stays as the adapter has it",
+                    metadata: ["error": "\(error.name): \(error.message)"])
+            }
+        }
+    }
+
+    public func adapterGone() {
+        generation += 1
+        adapterPath = nil
+        found = nil
+    }
+
+    /// Sets `Pairable`/`PairableTimeout` for the current state (once the found values are known).
+    private func apply() {
+        guard let adapterPath, found != nil else { return }
+        if isOpen {
+            set(adapterPath, "PairableTimeout", .uint32(UInt32(clamping: secondsLeft ?? 0)))
+            set(adapterPath, "Pairable", .bool(true))
+        } else {
+            set(adapterPath, "Pairable", .bool(false))
+        }
+    }
+
+    private func set(
+        _ path: ObjectPath, _ name: String, _ value: DBusValue, timeout: Duration? = nil,
+        completion: (() -> Void)? = nil
+    ) {
+        connection.call(
+            destination: BlueZNames.service, path: path, interface: BlueZNames.properties, member: "Set",
+            arguments: [.string(BlueZNames.adapter), .string(name), .variant(value)], timeout: timeout
+        ) { [logger] result in
+            if case .failure(let error) = result {
+                logger.error(
+                    "cannot set the adapter's \(name)",
+                    metadata: ["value": "\(value)", "error": "\(error.name): \(error.message)"])
+            }
+            completion?()
+        }
+    }
+
+    /// Puts back the adapter's `Pairable` and `PairableTimeout` as found (bounded), then
+    /// `completion`.
+    public func stop(completion: @escaping () -> Void) {
+        generation += 1
+        closeTimer?.cancel()
+        closeTimer = nil
+        guard let adapterPath, let found else { return completion() }
+        self.found = nil
+        logger.info(
+            "restoring the adapter's pairing settings",
+            metadata: ["pairable": "\(found.pairable)", "pairable.timeout": "\(found.timeout)"])
+        // Timeout first: setting Pairable true starts bluetoothd's timer with the timeout it has.
+        set(adapterPath, "PairableTimeout", .uint32(found.timeout), timeout: .seconds(1)) { [unowned self] in
+            self.set(adapterPath, "Pairable", .bool(found.pairable), timeout: .seconds(1), completion: completion)
+        }
+    }
+}

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+
+import BLEModel
+import BlueZ
+import DBusKit
+import Logging
+
+/// Pairing and bonds over the control API (docs/control-api.md, "Pairing and bonds").
+extension ControlManager {
+    /// `OpenPairing(u seconds)`: opens the pairing window (0: the configured length).
+    func openPairing(seconds: Int, call: MethodCall) {
+        guard security.pairs, let pairingWindow else {
+            return refuse(call, .pairingUnavailable("gattd does not pair (security.pairing is \"none\")"))
+        }
+        let length: Int
+        if seconds > 0 {
+            length = seconds
+        } else if case .window(let configured) = security.pairable {
+            length = configured
+        } else {
+            length = SecurityDefinition.defaultWindowSeconds
+        }
+        if let reason = pairingWindow.open(seconds: length) { return refuse(call, .pairingUnavailable(reason)) }
+        logger.info("pairing opened over the control API", metadata: ["sender": "\(call.sender ?? "?")", "seconds": "\(length)"])
+        call.reply([.uint32(UInt32(length))])
+    }
+
+    /// `ListBonds() -> aa{sv}`: `Device` o, `Address` s, `Name` s (when known), `Paired` b,
+    /// `Bonded` b, `Trusted` b, `Connected` b.
+    func listBonds() -> DBusValue {
+        let bonds = centrals?.bonds ?? []
+        return .array(
+            elementSignature: "a{sv}",
+            bonds.map { bond in
+                var entries: [(String, DBusValue)] = [
+                    ("Device", .objectPath((try? ObjectPath(bond.device)) ?? BlueZNamesForControl.unknownDevice)),
+                    ("Address", .string(bond.address)),
+                ]
+                if let name = bond.name { entries.append(("Name", .string(name))) }
+                entries += [
+                    ("Paired", .bool(bond.paired)), ("Bonded", .bool(bond.bonded)), ("Trusted", .bool(bond.trusted)),
+                    ("Connected", .bool(bond.connected)),
+                ]
+                return .variantDictionary(entries)
+            })
+    }
+
+    /// `RemoveBond(s address)`: bluetoothd forgets the central and its keys; it must pair again.
+    func removeBond(address: String, call: MethodCall) {
+        guard let centrals, let device = centrals.device(address: address),
+            centrals.bonds.contains(where: { $0.device == device })
+        else {
+            return refuse(call, .unknownBond(address))
+        }
+        centrals.remove(device: device) { [logger] error in
+            if let error {
+                logger.warning(
+                    "could not remove a bond", metadata: ["device": "\(address)", "error": "\(error.name): \(error.message)"])
+                call.fail(ControlError.failed("bluetoothd did not remove \(address): \(error.message)").dbusError)
+                return
+            }
+            logger.notice("bond removed", metadata: ["device": "\(address)", "sender": "\(call.sender ?? "?")"])
+            call.reply()
+        }
+    }
+
+    /// `PasskeyDisplayed(o device, s address, s passkey)`: the six digits the person at the
+    /// central must type in. Only subscribers in the bus policy's circle (root, group
+    /// gattd) receive it.
+    public func passkeyEvent(device: String, address: String, passkey: String) {
+        emitEvent(
+            "PasskeyDisplayed",
+            [.objectPath((try? ObjectPath(device)) ?? BlueZNamesForControl.unknownDevice), .string(address), .string(passkey)])
+    }
+
+    /// `PairingChanged(b open, u secondsLeft)` (0 seconds: no limit, or closed).
+    public func pairingEvent(open: Bool, secondsLeft: Int?) {
+        emitEvent("PairingChanged", [.bool(open), .uint32(UInt32(clamping: secondsLeft ?? 0))])
+    }
+
+    /// The pairing entries of `GetStatus`.
+    func pairingStatus() -> [(String, DBusValue)] {
+        var entries: [(String, DBusValue)] = [("Pairing", .string(security.pairing.rawValue))]
+        if security.pairs {
+            entries.append(("Pairable", .string(security.pairable.word)))
+            entries.append(("PairingOpen", .bool(pairingWindow?.isOpen ?? false)))
+            entries.append(("PairingSecondsLeft", .uint32(UInt32(clamping: pairingWindow?.secondsLeft ?? 0))))
+        }
+        entries.append(("BondedOnly", .bool(security.bondedOnly)))
+        return entries
+    }
+}

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+
+import ArgumentParser
+import DBusKit
+
+/// `gattctl pairing [open [SECONDS]]`.
+struct PairingCommand: ParsableCommand {
+    enum Action: String, ExpressibleByArgument, CaseIterable {
+        case status, open
+    }
+
+    static let configuration = CommandConfiguration(
+        commandName: "pairing",
+        abstract: "Show whether centrals may pair now, or open the pairing window.",
+        discussion: """
+            status (the default): prints the pairing mode and whether pairing is open, e.g. \
+            "pairing just-works: open for 117 s". open [SECONDS]: lets new centrals pair for \
+            SECONDS (default: the configured security.pairableSeconds), like a phone's pairing \
+            button; prints "pairing open for <n> s". Refused when gattd does not pair or its \
+            security.pairable is "always" or "never".
+
+            \(ExitStatus.helpText)
+            """)
+
+    @Argument(help: "status or open.")
+    var action: Action = .status
+
+    @Argument(help: "With open: seconds the window stays open (1...86400).")
+    var seconds: UInt32?
+
+    func validate() throws {
+        if let seconds {
+            guard action == .open else { throw ValidationError("SECONDS goes with open only") }
+            guard (1...86_400).contains(seconds) else { throw ValidationError("SECONDS must be 1...86400") }
+        }
+    }
+
+    func run() throws {
+        let client = try ControlClient()
+        if action == .open {
+            let reply = try client.call("OpenPairing", [.uint32(seconds ?? 0)])
+            printLine("pairing open for \(reply.first?.asUInt32 ?? seconds ?? 0) s")
+            return
+        }
+        let status = try client.status()
+        let value = { (name: String) in status.first { $0.0 == name }?.1 }
+        let mode = value("Pairing")?.asString ?? "none"
+        guard mode != "none" else {
+            printLine("pairing none: gattd does not pair")
+            return
+        }
+        let pairable = value("Pairable")?.asString ?? ""
+        let open = value("PairingOpen")?.asBool ?? false
+        let left = value("PairingSecondsLeft")?.asUInt32 ?? 0
+        let state: String
+        switch (open, pairable) {
+        case (true, "always"): state = "open (always)"
+        case (true, _): state = "open for \(left) s"
+        case (false, "never"): state = "closed (never)"
+        default: state = "closed (gattctl pairing open opens it)"
+        }
+        printLine("pairing \(mode): \(state)")
+    }
+}
+
+/// `gattctl bonds [remove ADDRESS]`.
+struct BondsCommand: ParsableCommand {
+    enum Action: String, ExpressibleByArgument, CaseIterable {
+        case list, remove
+    }
+
+    static let configuration = CommandConfiguration(
+        commandName: "bonds",
+        abstract: "List the centrals bonded with the adapter, or remove one.",
+        discussion: """
+            list (the default): one line per central bluetoothd keeps keys for: "<address> \
+            <name or -> bonded|paired [trusted] [connected]". remove ADDRESS: bluetoothd \
+            forgets the central and its keys (and drops its link); it must pair again. Prints \
+            "<address>: removed".
+
+            \(ExitStatus.helpText)
+            """)
+
+    @Argument(help: "list or remove.")
+    var action: Action = .list
+
+    @Argument(help: "With remove: the central's address, AA:BB:CC:DD:EE:FF.")
+    var address: String?
+
+    @Flag(name: .long, help: "list: print a JSON array.")
+    var json = false
+
+    func validate() throws {
+        switch action {
+        case .remove:
+            guard address != nil else { throw ValidationError("bonds remove needs ADDRESS") }
+            guard !json else { throw ValidationError("--json goes with list only") }
+        case .list:
+            guard address == nil else { throw ValidationError("ADDRESS goes with remove only") }
+        }
+    }
+
+    func run() throws {
+        let client = try ControlClient()
+        if action == .remove, let address {
+            _ = try client.call("RemoveBond", [.string(address)])
+            printLine("\(address.uppercased()): removed")
+            return
+        }
+        let bonds = try client.call("ListBonds").first?.asArray ?? []
+        var objects: [JSONText.Value] = []
+        for bond in bonds {
+            let address = bond.variantDictionaryValue("Address")?.asString ?? ""
+            let name = bond.variantDictionaryValue("Name")?.asString
+            let flag = { (key: String) in bond.variantDictionaryValue(key)?.asBool ?? false }
+            if json {
+                objects.append(
+                    .object([
+                        ("address", .string(address)), ("name", name.map { .string($0) } ?? .null),
+                        ("paired", .bool(flag("Paired"))), ("bonded", .bool(flag("Bonded"))),
+                        ("trusted", .bool(flag("Trusted"))), ("connected", .bool(flag("Connected"))),
+                    ]))
+                continue
+            }
+            var words = [address, name ?? "-", flag("Bonded") ? "bonded" : "paired"]
+            if flag("Trusted") { words.append("trusted") }
+            if flag("Connected") { words.append("connected") }
+            printLine(words.joined(separator: " "))
+        }
+        if json { printLine(JSONText.render(.array(objects))) }
+    }
+}

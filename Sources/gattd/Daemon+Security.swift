@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: MIT
+
+import BLEModel
+import BlueZ
+import Control
+import DBusKit
+import DaemonCore
+import Logging
+import Mainloop
+
+/// Pairing (docs/security.md): the agent, the pairing window, the passkey reaching a
+/// person, and `bondedOnly`. Nothing here runs when `security.pairing` is `none`, except
+/// `bondedOnly`, which needs no agent.
+final class SecurityWiring {
+    let definition: SecurityDefinition
+    let agent: PairingAgent?
+    let window: PairingWindow?
+    private let loop: EventLoop
+    private let logger: Logger
+    /// The `onPasskey` program showing the current passkey, if one runs.
+    private var passkeyProgram: ChildProcess?
+
+    init(definition: SecurityDefinition, connection: BusConnection, loop: EventLoop, logger: Logger) throws(DBusError) {
+        self.definition = definition
+        self.loop = loop
+        self.logger = logger
+        if definition.pairs {
+            let agent = PairingAgent(mode: definition.pairing, connection: connection, logger: logger)
+            try agent.start()
+            self.agent = agent
+            window = PairingWindow(policy: definition.pairable, connection: connection, loop: loop, logger: logger)
+        } else {
+            agent = nil
+            window = nil
+        }
+    }
+
+    /// Connects the pieces to the control API and starts the first pairing window.
+    func start(control: ControlManager, centrals: CentralWatch) {
+        control.security = definition
+        control.pairingWindow = window
+        control.centrals = centrals
+        guard let agent, let window else { return }
+        agent.pairingAllowed = { [unowned window] in window.isOpen }
+        agent.onEvent = { [unowned self, unowned control] event in
+            switch event {
+            case .passkey(let device, let address, let passkey):
+                self.showPasskey(device: device, address: address, passkey: passkey, control: control)
+            case .cancelled:
+                self.stopPasskeyProgram()
+            }
+        }
+        window.onChange = { [unowned control] open, secondsLeft in
+            control.pairingEvent(open: open, secondsLeft: secondsLeft)
+        }
+        window.start()
+    }
+
+    /// The registrar chose an adapter on bluetoothd `owner` (or lost it: nil).
+    func adapterChanged(path: ObjectPath?, owner: String?) {
+        if let path, let owner {
+            agent?.bluezAvailable(owner: owner)
+            window?.adapterAvailable(path: path)
+        } else {
+            agent?.bluezGone()
+            window?.adapterGone()
+        }
+    }
+
+    /// `bondedOnly`: a central that connects without a bond while pairing is closed is
+    /// disconnected at once.
+    func centralConnected(device: String, address: String, centrals: CentralWatch) {
+        guard definition.bondedOnly, !centrals.isBonded(device) else { return }
+        if window?.isOpen == true {
+            logger.info("a central without a bond connected while pairing is open", metadata: ["device": "\(address)"])
+            return
+        }
+        logger.notice("disconnecting a central that is not bonded (bondedOnly)", metadata: ["device": "\(address)"])
+        centrals.disconnect(device: device) { [logger] error in
+            guard let error else { return }
+            logger.warning(
+                "could not disconnect a central that is not bonded",
+                metadata: ["device": "\(address)", "error": "\(error.name): \(error.message)"])
+        }
+    }
+
+    /// The passkey reaches a person: the journal (`PASSKEY`, `DEVICE`), the control API's
+    /// `PasskeyDisplayed`, and the `onPasskey` program with `GATTD_PASSKEY` in its environment.
+    private func showPasskey(device: String, address: String, passkey: UInt32, control: ControlManager) {
+        let digits = PairingAgent.format(passkey: passkey)
+        logger.notice(
+            "passkey for pairing: \(digits)",
+            metadata: ["passkey": "\(digits)", "device": "\(address)", "device.path": "\(device)"])
+        control.passkeyEvent(device: device, address: address, passkey: digits)
+        guard let program = definition.onPasskey else { return }
+        stopPasskeyProgram()
+        do {
+            passkeyProgram = try ChildProcess.start(
+                argv: program.argv,
+                environment: ["GATTD_PASSKEY": digits, "GATTD_DEVICE": address, "GATTD_DEVICE_PATH": device],
+                timeout: .milliseconds(program.timeoutMs), loop: loop
+            ) { [weak self, logger] finished in
+                self?.passkeyProgram = nil
+                guard finished.outcome != .exited(0) else { return }
+                logger.warning(
+                    "passkey program failed", metadata: ["outcome": "\(finished.outcome)", "program": "\(program.argv[0])"])
+            }
+        } catch {
+            logger.error("passkey program cannot start", metadata: ["program": "\(program.argv[0])", "error": "\(error)"])
+        }
+    }
+
+    private func stopPasskeyProgram() {
+        passkeyProgram?.terminate()
+        passkeyProgram = nil
+    }
+
+    /// Stops the passkey program, puts the adapter's pairing settings back and unregisters
+    /// the agent; `completion` once both answered (each bounded by a 1 s call timeout).
+    func stop(completion: @escaping () -> Void) {
+        stopPasskeyProgram()
+        guard let agent, let window else { return completion() }
+        var pending = 2
+        let finished = {
+            pending -= 1
+            if pending == 0 { completion() }
+        }
+        window.stop(completion: finished)
+        agent.stop(completion: finished)
+    }
+}
