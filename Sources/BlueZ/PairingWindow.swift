@@ -94,8 +94,11 @@ public final class PairingWindow {
         onChange?(false, nil)
     }
 
-    /// The registrar chose `path`: read what the adapter has, then set what the policy says.
-    public func adapterAvailable(path: ObjectPath) {
+    /// The registrar chose `path`: read what the adapter has, then set what the policy says;
+    /// `found` runs once the adapter's settings are read (or could not be). Register the
+    /// agent only then: bluetoothd makes an adapter pairable when a default agent appears,
+    /// and that is not how gattd found it.
+    public func adapterAvailable(path: ObjectPath, found foundCompletion: @escaping () -> Void = {}) {
         generation += 1
         let attempt = generation
         adapterPath = path
@@ -105,6 +108,7 @@ public final class PairingWindow {
             arguments: [.string(BlueZNames.adapter)]
         ) { [weak self] result in
             guard let self, attempt == self.generation else { return }
+            defer { foundCompletion() }
             switch result {
             case .success(let reply):
                 let properties = (try? reply.arguments())?.first

@@ -59,8 +59,8 @@ final class SecurityWiring {
     /// The registrar chose an adapter on bluetoothd `owner` (or lost it: nil).
     func adapterChanged(path: ObjectPath?, owner: String?) {
         if let path, let owner {
-            agent?.bluezAvailable(owner: owner)
-            window?.adapterAvailable(path: path)
+            // The adapter's settings as found first: registering the agent changes them.
+            window?.adapterAvailable(path: path) { [weak agent] in agent?.bluezAvailable(owner: owner) }
         } else {
             agent?.bluezGone()
             window?.adapterGone()

@@ -102,12 +102,70 @@ class RootObject(dbus.service.Object):
         pass
 
 
-class BluezObject(PropertiesObject):
-    """`/org/bluez`: AgentManager1 and ProfileManager1 (listed, without behaviour)."""
+AGENT_MANAGER = "org.bluez.AgentManager1"
 
-    def __init__(self, conn):
+
+class BluezObject(PropertiesObject):
+    """`/org/bluez`: AgentManager1 (agents by owner, the default agent) and ProfileManager1
+    (listed, without behaviour).
+
+    As bluetoothd: one agent per connection; RegisterAgent checks the capability;
+    RequestDefaultAgent only for the caller's own agent; an agent whose owner leaves the bus
+    is dropped (and stops being the default).
+    """
+
+    CAPABILITIES = ("DisplayOnly", "DisplayYesNo", "KeyboardOnly", "NoInputNoOutput", "KeyboardDisplay", "")
+
+    def __init__(self, conn, daemon=None):
         super().__init__(conn, "/org/bluez")
-        self.props = {"org.bluez.AgentManager1": {}, "org.bluez.ProfileManager1": {}}
+        self.daemon = daemon
+        self.props = {AGENT_MANAGER: {}, "org.bluez.ProfileManager1": {}}
+        self.agents = {}          # owner -> (path, capability)
+        self.default_agent = None  # owner
+        self._watches = {}
+
+    def _log(self, line):
+        if self.daemon is not None:
+            self.daemon.log(line)
+
+    @dbus.service.method(AGENT_MANAGER, in_signature="os", out_signature="", sender_keyword="sender",
+                         message_keyword="msg")
+    def RegisterAgent(self, path, capability, sender, msg):
+        check_signature(msg, "os")
+        if str(capability) not in self.CAPABILITIES:
+            raise bluez_error("InvalidArguments", "Invalid capability")
+        if sender in self.agents:
+            raise bluez_error("AlreadyExists", "Already Exists")
+        self.agents[sender] = (str(path), str(capability))
+        self._watches[sender] = self.connection.watch_name_owner(
+            sender, lambda owner, s=sender: owner == "" and self._gone(s))
+        self._log("agent registered %s %s %s" % (sender, path, capability))
+
+    @dbus.service.method(AGENT_MANAGER, in_signature="o", out_signature="", sender_keyword="sender",
+                         message_keyword="msg")
+    def UnregisterAgent(self, path, sender, msg):
+        check_signature(msg, "o")
+        if self.agents.get(sender, (None,))[0] != str(path):
+            raise bluez_error("DoesNotExist", "No such agent")
+        self._gone(sender)
+        self._log("agent unregistered %s %s" % (sender, path))
+
+    @dbus.service.method(AGENT_MANAGER, in_signature="o", out_signature="", sender_keyword="sender",
+                         message_keyword="msg")
+    def RequestDefaultAgent(self, path, sender, msg):
+        check_signature(msg, "o")
+        if self.agents.get(sender, (None,))[0] != str(path):
+            raise bluez_error("DoesNotExist", "No such agent")
+        self.default_agent = sender
+        self._log("default agent %s %s" % (sender, path))
+
+    def _gone(self, owner):
+        self.agents.pop(owner, None)
+        watch = self._watches.pop(owner, None)
+        if watch is not None:
+            watch.cancel()
+        if self.default_agent == owner:
+            self.default_agent = None
 
 
 class AdapterObject(PropertiesObject):
@@ -174,6 +232,12 @@ class AdapterObject(PropertiesObject):
         self.update(ADV_MANAGER, ActiveInstances=dbus.Byte(active),
                     SupportedInstances=dbus.Byte(self.max_adverts - active))
 
+    @dbus.service.method(ADAPTER, in_signature="o", out_signature="", sender_keyword="sender",
+                         message_keyword="msg")
+    def RemoveDevice(self, device, sender, msg):
+        check_signature(msg, "o")
+        self.daemon.remove_device(self, str(device), sender)
+
     @dbus.service.method(GATT_MANAGER, in_signature="oa{sv}", out_signature="",
                          sender_keyword="sender", async_callbacks=("reply", "error"),
                          message_keyword="msg")
@@ -205,15 +269,25 @@ DEVICE1 = "org.bluez.Device1"
 
 
 class DeviceObject(PropertiesObject):
-    """A remote central as bluetoothd shows it: org.bluez.Device1 with Address and Connected.
+    """A remote central as bluetoothd shows it: org.bluez.Device1 with Address, Connected,
+    Paired, Bonded and Trusted; Disconnect drops the link.
 
-    Only what a peripheral daemon watches (Connected changing) is modelled.
+    Only what a peripheral daemon watches and does is modelled.
     """
 
-    def __init__(self, conn, adapter_path, address):
+    def __init__(self, conn, daemon, adapter_path, address):
         super().__init__(conn, "%s/dev_%s" % (adapter_path, address.replace(":", "_")))
+        self.daemon = daemon
         self.props[DEVICE1] = {
             "Address": dbus.String(address),
             "Adapter": dbus.ObjectPath(adapter_path),
             "Connected": dbus.Boolean(False),
+            "Paired": dbus.Boolean(False),
+            "Bonded": dbus.Boolean(False),
+            "Trusted": dbus.Boolean(False),
         }
+
+    @dbus.service.method(DEVICE1, in_signature="", out_signature="", sender_keyword="sender")
+    def Disconnect(self, sender):
+        self.daemon.log("device %s Disconnect by %s" % (self.path, sender))
+        self.update(DEVICE1, Connected=dbus.Boolean(False))

@@ -8,6 +8,7 @@ never by polling.
 """
 
 import dbus
+import dbus.lowlevel
 import dbus.service
 from gi.repository import GLib
 
@@ -245,17 +246,45 @@ class ControlObject(dbus.service.Object):
     def SetDeviceConnected(self, adapter, address, connected):
         """A central connects or disconnects: Device1.Connected changes (PropertiesChanged)."""
         import bluez_objects
-        adapter_object = self.d.adapters.get(str(adapter))
-        if adapter_object is None:
+        if str(adapter) not in self.d.adapters:
             raise control_error("no adapter %s" % adapter)
-        devices = self.__dict__.setdefault("_devices", {})
-        key = (str(adapter), str(address))
-        device = devices.get(key)
-        if device is None:
-            device = devices[key] = bluez_objects.DeviceObject(self.connection, adapter_object.path, str(address))
+        device = self.d.device(str(adapter), str(address))
         device.update(bluez_objects.DEVICE1, Connected=dbus.Boolean(bool(connected)))
         self.d.log("device %s Connected=%s" % (device.path, bool(connected)))
         return dbus.ObjectPath(device.path)
+
+    @dbus.service.method(IFACE, in_signature="ssb", out_signature="o")
+    def SetDeviceBonded(self, adapter, address, bonded):
+        """A central finished pairing and bonding (or lost its bond): Paired and Bonded change."""
+        import bluez_objects
+        if str(adapter) not in self.d.adapters:
+            raise control_error("no adapter %s" % adapter)
+        device = self.d.device(str(adapter), str(address))
+        device.update(bluez_objects.DEVICE1, Paired=dbus.Boolean(bool(bonded)), Bonded=dbus.Boolean(bool(bonded)))
+        return dbus.ObjectPath(device.path)
+
+    @dbus.service.method(IFACE, in_signature="", out_signature="a(sssb)")
+    def Agents(self):
+        """(owner, path, capability, is default) of every registered agent."""
+        b = self.d.bluez
+        return dbus.Array([dbus.Struct((o, p, c, o == b.default_agent)) for o, (p, c) in sorted(b.agents.items())],
+                          signature="(sssb)")
+
+    @dbus.service.method(IFACE, in_signature="ssav", out_signature="av", async_callbacks=("reply", "error"))
+    def AgentCall(self, member, signature, args, reply, error):
+        """Calls `member` on the default agent as bluetoothd would (from org.bluez's
+        connection); replies with its answer, or fails with the agent's error."""
+        b = self.d.bluez
+        if b.default_agent is None:
+            error(control_error("no default agent"))
+            return
+        path, _ = b.agents[b.default_agent]
+        msg = dbus.lowlevel.MethodCallMessage(b.default_agent, path, "org.bluez.Agent1", str(member))
+        if signature:
+            msg.append(signature=str(signature), *list(args))
+        self.d.log("agent call %s(%s)" % (member, ", ".join(str(a) for a in args)))
+        self.connection.send_message_with_reply(
+            msg, _AgentReply(reply, error), require_main_loop=True)
 
     @dbus.service.method(IFACE, in_signature="s", out_signature="")
     def RemoveAdapter(self, name):
@@ -264,3 +293,17 @@ class ControlObject(dbus.service.Object):
     @dbus.service.method(IFACE, in_signature="s", out_signature="")
     def AddAdapter(self, name):
         self.d.add_adapter(str(name))
+
+
+class _AgentReply:
+    """dbus-python's reply handler for AgentCall: the agent's answer or error."""
+
+    def __init__(self, reply, error):
+        self.reply, self.error = reply, error
+
+    def __call__(self, message):
+        if isinstance(message, dbus.lowlevel.ErrorMessage):
+            args = message.get_args_list()
+            self.error(dbus.exceptions.DBusException(args[0] if args else "", name=message.get_error_name()))
+        else:
+            self.reply(dbus.Array(message.get_args_list(), signature="v"))

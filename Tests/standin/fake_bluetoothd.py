@@ -47,7 +47,8 @@ class Daemon:
         self.warnings = []
         self.adapters = {}
         self.root = bluez_objects.RootObject(bus, self)
-        self.bluez = bluez_objects.BluezObject(bus)
+        self.bluez = bluez_objects.BluezObject(bus, self)
+        self.devices = {}          # object path -> DeviceObject
         self.gatt = GattManager(self)
         self.adverts = AdvertManager(self)
         self.central = Central(self)
@@ -66,7 +67,31 @@ class Daemon:
         self.log("WARNING " + line)
 
     def exported(self):
-        return [self.bluez] + [self.adapters[n] for n in sorted(self.adapters)]
+        return ([self.bluez] + [self.adapters[n] for n in sorted(self.adapters)]
+                + [self.devices[p] for p in sorted(self.devices)])
+
+    def device(self, adapter_name, address):
+        """The Device1 object of `address` under the adapter, created (InterfacesAdded) if new."""
+        adapter = self.adapters.get(adapter_name)
+        if adapter is None:
+            raise bluez_objects.bluez_error("DoesNotExist", "no adapter %s" % adapter_name)
+        path = "%s/dev_%s" % (adapter.path, address.replace(":", "_"))
+        device = self.devices.get(path)
+        if device is None:
+            device = self.devices[path] = bluez_objects.DeviceObject(self.bus, self, adapter.path, address)
+            self.root.InterfacesAdded(dbus.ObjectPath(path), dbus.Dictionary(device.managed(), signature="sa{sv}"))
+        return device
+
+    def remove_device(self, adapter, path, sender):
+        """Adapter1.RemoveDevice: the device and its keys are forgotten (link dropped first)."""
+        device = self.devices.get(path)
+        if device is None or not path.startswith(adapter.path + "/"):
+            raise bluez_objects.bluez_error("DoesNotExist", "Does Not Exist")
+        device.update(bluez_objects.DEVICE1, Connected=dbus.Boolean(False))
+        del self.devices[path]
+        device.remove_from_connection()
+        self.root.InterfacesRemoved(dbus.ObjectPath(path), dbus.Array(list(device.props.keys()), signature="s"))
+        self.log("device %s removed by %s" % (path, sender))
 
     def send_no_reply(self, dest, path, iface, member, signature="", args=()):
         """A call flagged NO_REPLY_EXPECTED, as bluetoothd's g_dbus_send_message."""

@@ -15,6 +15,21 @@ wait_for_line() {
     done
 }
 
+# count FILE REGEX: lines of FILE matching REGEX.
+count() { grep -Ec -- "$2" "$1" 2>/dev/null || true; }
+# wait_count FILE REGEX N SECONDS: until FILE has at least N lines matching REGEX.
+wait_count() {
+    local deadline=$(( $(date +%s) + $4 ))
+    until [ "$(count "$1" "$2")" -ge "$3" ]; do
+        if [ "$(date +%s)" -ge "$deadline" ]; then
+            echo "FAIL: $(basename "$1") has $(count "$1" "$2") lines matching '$2' after $4 s, expected $3"
+            tail -n 15 "$1" | sed 's/^/    /'
+            return 1
+        fi
+        sleep 0.2
+    done
+}
+
 # elapsed: seconds since the scenario started (for the timing lines).
 SCENARIO_START=$(date +%s.%N)
 elapsed() { awk -v a="$SCENARIO_START" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }

@@ -1,0 +1,191 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# gattd-security: pairing and bonding with a real central (direct init, one boot), and who
+# else on the board can see the values. The central is hci1 on the same bluetoothd; it runs
+# its own agent and pairs with Device1.Pair (Tests/vm/security.py), gattd's agent answers
+# for hci0.
+#   just-works (configs/security-jw.json: pairing window 20 s, bondedOnly):
+#   1. the central pairs while the window is open, reads and writes encrypt-* values and
+#      gets encrypt-notify notifications; `gattctl bonds` lists it; meanwhile a process
+#      running as nobody (Debian's bus policy) and one running as root try to read the
+#      values over D-Bus (Properties.Get, GetManagedObjects, match rules) and get nothing;
+#   2. the window closes on time (Adapter1.Pairable false);
+#   3. the bond survives a gattd restart and a bluetoothd restart (read without pairing),
+#      and gattd puts the adapter's Pairable back as it found it when it stops;
+#   4. `gattctl pairing open 5` opens it again, for 5 s;
+#   5. `gattctl bonds remove` -> the central is a stranger: gattd drops its link (bondedOnly);
+#      it pairs again once `gattctl pairing open` opens the window.
+#   display-passkey (configs/security-pk.json):
+#   6. without pairing the central cannot read the encrypt-authenticated value;
+#   7. with a wrong passkey the pairing fails; with the passkey gattd published (read from
+#      `gattctl watch`, also given to the onPasskey program) it pairs and reads it.
+# Environment (run-guest --env): GATTD_BIN, GATTCTL_BIN (default: next to GATTD_BIN).
+set -uo pipefail
+VM=${GATTD_VM_DIR:?}
+. "$VM/scenarios/lib.sh"
+OUT=${GATTD_VM_OUT:?}
+ROOT=$(cd "$VM/../.." && pwd)
+GATTD_BIN=${GATTD_BIN:-$ROOT/.build/debug/gattd}
+GATTCTL_BIN=${GATTCTL_BIN:-$(dirname "$GATTD_BIN")/gattctl}
+for f in "$GATTD_BIN" "$GATTCTL_BIN"; do
+    [ -x "$f" ] || { echo "FAIL: $f missing or not executable"; exit 1; }
+done
+install_gattd_policy
+
+gattd="" pids=()
+cleanup() { kill "${pids[@]}" $gattd 2>/dev/null; }
+trap cleanup EXIT
+CONFIG=$VM/configs/security-jw.json
+STATE=/var/lib/gattd-security
+mkdir -p "$STATE"
+starts=0
+start_gattd() {
+    starts=$((starts + 1))
+    echo "--- gattd start $starts ($(basename "$CONFIG"))" >>"$OUT/gattd.log"
+    "$GATTD_BIN" --config "$CONFIG" --adapter hci0 --state-dir "$STATE" --log-level debug >>"$OUT/gattd.log" 2>&1 &
+    gattd=$!
+}
+stop_gattd() {
+    kill -TERM "$gattd"; wait "$gattd"; local rc=$?
+    [ $rc = 0 ] || { echo "FAIL: gattd exited $rc after SIGTERM"; exit 1; }
+}
+# serving N: gattd registered its application, agent and advertisement N times in all.
+serving() {
+    wait_count "$OUT/gattd.log" 'GATT application registered' "$1" 90 || exit 1
+    wait_count "$OUT/gattd.log" 'pairing agent registered' "$1" 30 || exit 1
+    wait_count "$OUT/gattd.log" 'advertisement registered' "$1" 60 || exit 1
+    kill -0 "$gattd" 2>/dev/null || { echo "FAIL: gattd exited"; tail "$OUT/gattd.log"; exit 1; }
+}
+central() { /usr/bin/python3 -u "$VM/security.py" "$@" --adapter hci1 --peer "$HCI0_ADDR" --gattctl "$GATTCTL_BIN"; }
+pairable() {
+    dbus-send --system --print-reply --dest=org.bluez /org/bluez/hci0 org.freedesktop.DBus.Properties.Get \
+        string:org.bluez.Adapter1 string:Pairable | awk '/boolean/ { print $3 }'
+}
+expect_pairable() {
+    local got; got=$(pairable)
+    [ "$got" = "$1" ] || { echo "FAIL: hci0 Pairable is '$got', expected $1 ($2)"; exit 1; }
+    echo "hci0 Pairable = $1 ($2)"
+}
+
+FOUND_PAIRABLE=$(pairable)
+echo "hci0 Pairable before gattd: $FOUND_PAIRABLE"
+echo "== 1. just-works: the central pairs while the window is open"
+"$GATTCTL_BIN" --version >/dev/null || exit 1
+T_START=$(date +%s.%N)
+start_gattd
+serving 1
+"$GATTCTL_BIN" watch >"$OUT/watch.log" 2>"$OUT/watch.err" & pids+=($!)
+wait_for_line "$OUT/watch.err" '^watching' 30 || exit 1
+expect_pairable true "the pairing window is open after start"
+"$GATTCTL_BIN" pairing | tee -a "$OUT/gattctl.log" | grep -Eq '^pairing just-works: open for [0-9]+ s$' \
+    || { echo "FAIL: gattctl pairing does not say the window is open"; exit 1; }
+# Local eavesdroppers: nobody (Debian's default policy) listens for the whole phase.
+APP=/org/gattd/app/locker
+setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -u "$VM/eavesdrop.py" \
+    --path "$APP/secret" --path "$APP/ticks" >"$OUT/eavesdrop-nobody.log" 2>&1 & nobody=$!
+pids+=($nobody)
+wait_for_line "$OUT/eavesdrop-nobody.log" '^listening' 30 || exit 1
+central pair --expect jw-secret --write "written by the central" --notifications 5 || exit 1
+/usr/bin/python3 -u "$VM/eavesdrop.py" --once --path "$APP/secret" --path "$APP/ticks" >"$OUT/eavesdrop-root.log" 2>&1
+kill -TERM $nobody; wait $nobody 2>/dev/null
+grep -q 'pairing accepted (just works)' "$OUT/gattd.log" || { echo "FAIL: gattd's agent did not accept the pairing"; exit 1; }
+CENTRAL_ADDR=$HCI1_ADDR
+"$GATTCTL_BIN" bonds | tee "$OUT/bonds.txt"
+grep -Eq "^$CENTRAL_ADDR .* bonded" "$OUT/bonds.txt" || { echo "FAIL: gattctl bonds does not list $CENTRAL_ADDR as bonded"; exit 1; }
+echo "-- what other local processes saw:"
+sed 's/^/    nobody: /' "$OUT/eavesdrop-nobody.log"; sed 's/^/    root:   /' "$OUT/eavesdrop-root.log"
+# The control: the listener's match rules work (bluetoothd's broadcast Device1 changes reach it).
+grep -q "^signal .* /org/bluez/hci[01]/dev_.* org.bluez.Device1 " "$OUT/eavesdrop-nobody.log" \
+    || { echo "FAIL: the unprivileged listener heard no broadcast at all; the check proves nothing"; exit 1; }
+if grep -E "^signal .* $APP/" "$OUT/eavesdrop-nobody.log"; then
+    echo "FAIL: an unprivileged process received gattd's value signals"; exit 1
+fi
+grep -Eq "^get $APP/ticks org.freedesktop.DBus.Error.AccessDenied$" "$OUT/eavesdrop-nobody.log" \
+    || { echo "FAIL: nobody's Properties.Get(Value) was not denied"; exit 1; }
+grep -Eq "^objects org.freedesktop.DBus.Error.AccessDenied$" "$OUT/eavesdrop-nobody.log" \
+    || { echo "FAIL: nobody's GetManagedObjects was not denied"; exit 1; }
+grep -Eq "^get $APP/secret org.freedesktop.DBus.Error.AccessDenied$" "$OUT/eavesdrop-root.log" \
+    || { echo "FAIL: root (not bluetoothd) got the Value of secret"; exit 1; }
+grep -Eq "^objects [0-9]+ objects, 0 values$" "$OUT/eavesdrop-root.log" \
+    || { echo "FAIL: GetManagedObjects gave root (not bluetoothd) values"; exit 1; }
+echo "phase 1 done ($(elapsed) s)"
+
+echo "== 2. the pairing window closes on time"
+wait_for_line "$OUT/watch.log" '^pairing closed' 40 || exit 1
+took=$(awk -v a="$T_START" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+# 20 s from gattd's start; gattd was started before T_START's clock read, and the line is seen within 0.2 s.
+awk -v t="$took" 'BEGIN { exit !(t >= 19.0 && t <= 24.0) }' \
+    || { echo "FAIL: the 20 s window closed $took s after gattd started"; exit 1; }
+expect_pairable false "the 20 s window closed $took s after gattd started"
+echo "phase 2 done ($(elapsed) s)"
+
+echo "== 3. the bond survives restarts"
+central bonded --expect "written by the central" || exit 1
+stop_gattd
+expect_pairable "$FOUND_PAIRABLE" "gattd stopped: as it found it"
+start_gattd
+serving 2
+central bonded --expect "written by the central" || exit 1
+mapfile -d '' bt_argv <"/proc/$BLUETOOTHD_PID/cmdline"
+kill -TERM "$BLUETOOTHD_PID"
+for _ in $(seq 100); do kill -0 "$BLUETOOTHD_PID" 2>/dev/null || break; sleep 0.1; done
+wait_count "$OUT/gattd.log" 'org.bluez left the bus' 1 30 || exit 1
+echo "---- bluetoothd restarted by the scenario" >>"$OUT/bluetoothd.log"
+"${bt_argv[@]}" >>"$OUT/bluetoothd.log" 2>&1 & pids+=($!)
+serving 3
+central bonded --expect "written by the central" || exit 1
+echo "phase 3 done ($(elapsed) s)"
+
+echo "== 4. gattctl pairing open 5"
+closed_before=$(count "$OUT/watch.log" '^pairing closed')
+"$GATTCTL_BIN" watch >"$OUT/watch2.log" 2>"$OUT/watch2.err" & pids+=($!)
+wait_for_line "$OUT/watch2.err" '^watching' 30 || exit 1
+"$GATTCTL_BIN" pairing open 5 | grep -qx 'pairing open for 5 s' || { echo "FAIL: gattctl pairing open 5"; exit 1; }
+t0=$(date +%s.%N)
+expect_pairable true "after gattctl pairing open"
+wait_for_line "$OUT/watch2.log" '^pairing closed' 30 || exit 1
+took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+awk -v t="$took" 'BEGIN { exit !(t >= 4.0 && t <= 8.0) }' \
+    || { echo "FAIL: the 5 s window closed after $took s"; exit 1; }
+expect_pairable false "the 5 s window closed after $took s"
+echo "phase 4 done ($(elapsed) s)"
+
+echo "== 5. bonds remove: a stranger is dropped; it pairs again when the window opens"
+"$GATTCTL_BIN" bonds remove "$CENTRAL_ADDR" | grep -qx "$CENTRAL_ADDR: removed" || { echo "FAIL: gattctl bonds remove"; exit 1; }
+[ -z "$("$GATTCTL_BIN" bonds)" ] || { echo "FAIL: gattctl bonds still lists a central"; "$GATTCTL_BIN" bonds; exit 1; }
+"$GATTCTL_BIN" bonds remove "$CENTRAL_ADDR"; rc=$?
+[ $rc = 3 ] || { echo "FAIL: removing a bond that is gone exited $rc, expected 3"; exit 1; }
+central stranger || exit 1
+wait_for_line "$OUT/gattd.log" 'disconnecting a central that is not bonded' 10 || exit 1
+"$GATTCTL_BIN" pairing open 60 >/dev/null || exit 1
+central pair --expect "written by the central" --write "after pairing again" --notifications 1 || exit 1
+echo "phase 5 done ($(elapsed) s)"
+stop_gattd
+
+echo "== 6. display-passkey: no passkey, no value"
+CONFIG=$VM/configs/security-pk.json
+STATE=/var/lib/gattd-security-pk
+mkdir -p "$STATE"
+rm -f /tmp/passkey-program.log
+start_gattd
+serving 4
+expect_pairable true "pairable always"
+central refused || exit 1
+echo "phase 6 done ($(elapsed) s)"
+
+echo "== 7. display-passkey: a wrong passkey fails, the published one pairs"
+central passkey --wrong >"$OUT/passkey-wrong.log" 2>&1; rc=$?
+cat "$OUT/passkey-wrong.log"
+[ $rc = 0 ] || exit 1
+central passkey --expect pk-secret >"$OUT/passkey-right.log" 2>&1; rc=$?
+cat "$OUT/passkey-right.log"
+[ $rc = 0 ] || exit 1
+key=$(sed -n 's/^PASSKEY //p' "$OUT/passkey-right.log")
+[[ "$key" =~ ^[0-9]{6}$ ]] || { echo "FAIL: no passkey seen"; exit 1; }
+grep -q "passkey for pairing: $key" "$OUT/gattd.log" || { echo "FAIL: gattd's log has no line with passkey $key"; exit 1; }
+grep -q " $key\$" /tmp/passkey-program.log || { echo "FAIL: the onPasskey program was not given $key"; cat /tmp/passkey-program.log; exit 1; }
+echo "onPasskey program saw: $(cat /tmp/passkey-program.log | tr '\n' ';')"
+echo "phase 7 done ($(elapsed) s)"
+stop_gattd
+grep -c 'SMP: Pairing Request' "$OUT/btmon.txt" | sed 's/^/btmon: SMP Pairing Requests: /'
+echo "gattd-security passed ($(elapsed) s)"

@@ -1,0 +1,310 @@
+# SPDX-License-Identifier: MIT
+"""Pairing with gattd from a real central (the guest's hci1, same bluetoothd).
+
+One bluetoothd serves both controllers, so this central registers its own agent and pairs
+explicitly with Device1.Pair: bluetoothd then asks this agent about the central's end and
+gattd's default agent about the peripheral's end. Phases (one per run):
+
+  pair      forget gattd's device, find it, connect, read `plain`, Pair (just works), read
+            and write `secret` (encrypt-read/encrypt-write), wait for --notifications
+            `ticks` notifications (encrypt-notify), disconnect.
+  bonded    connect to the bonded peripheral and read `secret` (expects --expect); this
+            central's agent must not be asked anything (no pairing again).
+  stranger  forget the peripheral, connect: gattd (bondedOnly, pairing closed) must drop
+            the link at once.
+  refused   forget, connect, read `plain`, then read `pin` (encrypt-authenticated-read)
+            without pairing: it must fail.
+  passkey   forget, connect, Pair with the passkey gattd published (read from `gattctl
+            watch` while pairing, never a constant); --wrong types another passkey and
+            expects the pairing to fail and `pin` to stay unreadable.
+"""
+import argparse
+import subprocess
+import time
+
+import dbus
+import dbus.service
+from gi.repository import GLib
+
+from bluezcentral import CheckFailed, Central, full_uuid, run, step
+
+AGENT_PATH = '/org/gattd/test/central_agent'
+AGENT = 'org.bluez.Agent1'
+SERVICE_JW = '5ec0de00-1234-5678-1234-56789abc0000'
+SERVICE_PK = '5ec0de00-1234-5678-1234-56789abc0001'
+
+
+def chrc_uuid(n, service):
+    return '5ec0de%02x' % n + service[8:]
+
+
+class CentralAgent(dbus.service.Object):
+    """This central's own agent: accepts what a user at the central would accept; types
+    in the passkey that `passkey()` supplies (or a wrong one)."""
+
+    def __init__(self, bus, passkey=None, wrong=False, forbid=False):
+        super().__init__(bus, AGENT_PATH)
+        self.calls = []
+        self.passkey = passkey
+        self.wrong = wrong
+        self.forbid = forbid
+
+    def _note(self, name):
+        self.calls.append(name)
+        if self.forbid:
+            raise dbus.DBusException('the bonded central was asked %s' % name,
+                                     name='org.bluez.Error.Rejected')
+
+    @dbus.service.method(AGENT, in_signature='', out_signature='')
+    def Release(self):
+        pass
+
+    @dbus.service.method(AGENT, in_signature='o', out_signature='u', async_callbacks=('reply', 'error'))
+    def RequestPasskey(self, device, reply, error):
+        self._note('RequestPasskey')
+        if self.passkey is None:
+            error(dbus.DBusException('no passkey source', name='org.bluez.Error.Rejected'))
+            return
+
+        def answer(digits):
+            typed = (int(digits) + 1) % 1000000 if self.wrong else int(digits)
+            step('central agent: gattd published passkey %s; typing %06d%s'
+                 % (digits, typed, ' (wrong on purpose)' if self.wrong else ''))
+            reply(dbus.UInt32(typed))
+        self.passkey.when_known(answer)
+
+    @dbus.service.method(AGENT, in_signature='ou', out_signature='')
+    def RequestConfirmation(self, device, passkey):
+        self._note('RequestConfirmation')
+
+    @dbus.service.method(AGENT, in_signature='o', out_signature='')
+    def RequestAuthorization(self, device):
+        self._note('RequestAuthorization')
+
+    @dbus.service.method(AGENT, in_signature='ouq', out_signature='')
+    def DisplayPasskey(self, device, passkey, entered):
+        self._note('DisplayPasskey')
+
+    @dbus.service.method(AGENT, in_signature='o', out_signature='s')
+    def RequestPinCode(self, device):
+        self._note('RequestPinCode')
+        raise dbus.DBusException('no PIN', name='org.bluez.Error.Rejected')
+
+    @dbus.service.method(AGENT, in_signature='os', out_signature='')
+    def DisplayPinCode(self, device, pincode):
+        self._note('DisplayPinCode')
+
+    @dbus.service.method(AGENT, in_signature='os', out_signature='')
+    def AuthorizeService(self, device, uuid):
+        self._note('AuthorizeService')
+
+    @dbus.service.method(AGENT, in_signature='', out_signature='')
+    def Cancel(self):
+        self.calls.append('Cancel')
+
+
+class WatchedPasskey:
+    """Runs `gattctl watch` and remembers the passkey it prints ("passkey 123456 ...")."""
+
+    def __init__(self, gattctl):
+        self.digits = None
+        self.waiting = []
+        self.proc = subprocess.Popen([gattctl, 'watch'], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.ready = False
+        GLib.io_add_watch(self.proc.stdout, GLib.IO_IN | GLib.IO_HUP, self._line)
+        GLib.io_add_watch(self.proc.stderr, GLib.IO_IN | GLib.IO_HUP, self._err)
+
+    def _err(self, source, condition):
+        line = source.readline().decode()
+        if line.startswith('watching'):
+            self.ready = True
+        return bool(line)
+
+    def _line(self, source, condition):
+        line = source.readline().decode()
+        if not line:
+            return False
+        words = line.split()
+        if len(words) >= 2 and words[0] == 'passkey':
+            self.digits = words[1]
+            for callback in self.waiting:
+                callback(self.digits)
+            self.waiting = []
+        return True
+
+    def when_known(self, callback):
+        if self.digits is not None:
+            callback(self.digits)
+        else:
+            self.waiting.append(callback)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def register_agent(central, agent, capability):
+    central.call('/org/bluez', 'org.bluez.AgentManager1', 'RegisterAgent',
+                 dbus.ObjectPath(AGENT_PATH), capability)
+
+
+def find(central, args, service):
+    central.forget(args.peer)
+    path, _ = central.discover(
+        lambda dev: str(dev.get('Address', '')).upper() == args.peer.upper(), what='gattd (%s)' % args.peer)
+    return path
+
+
+def chrcs(central, path, service):
+    tree = central.gatt_tree(path)
+    found = tree.get(full_uuid(service), {}).get('chrcs', {})
+    if not found:
+        raise CheckFailed('service %s not found on %s: %s' % (service, path, sorted(tree)))
+    return found
+
+
+def pair(central, path):
+    try:
+        central.call(path, 'org.bluez.Device1', 'Pair', timeout=60)
+    except dbus.DBusException as e:
+        raise CheckFailed('Pair failed: %s: %s' % (e.get_dbus_name(), e.get_dbus_message()))
+    if not central.prop(path, 'org.bluez.Device1', 'Paired'):
+        raise CheckFailed('Pair returned but Paired is false')
+
+
+def phase_pair(central, args):
+    agent = CentralAgent(central.bus)
+    register_agent(central, agent, 'KeyboardDisplay')
+    path = find(central, args, SERVICE_JW)
+    central.connect(path)
+    found = chrcs(central, path, SERVICE_JW)
+    plain = central.read(found[chrc_uuid(1, SERVICE_JW)]['path'])
+    step('read plain = %r before pairing' % plain)
+    t0 = time.monotonic()
+    pair(central, path)
+    step('paired (just works) in %.1f s; this central\'s agent was asked: %s'
+         % (time.monotonic() - t0, agent.calls or 'nothing'))
+    secret = found[chrc_uuid(2, SERVICE_JW)]['path']
+    value = central.read(secret)
+    if value != args.expect.encode():
+        raise CheckFailed('read secret = %r, expected %r' % (value, args.expect))
+    step('read secret = %r over the encrypted link' % value.decode())
+    central.write(secret, args.write.encode())
+    value = central.read(secret)
+    if value != args.write.encode():
+        raise CheckFailed('after writing %r secret reads %r' % (args.write, value))
+    step('wrote secret = %r and read it back' % args.write)
+    ticks = found[chrc_uuid(3, SERVICE_JW)]['path']
+    central.subscribe(ticks)
+    got = central.wait_notifications(ticks, args.notifications, what='ticks notifications')
+    step('%d ticks notifications over the encrypted link: %s' % (len(got), [v.hex() for v in got[:5]]))
+    central.unsubscribe(ticks)
+    central.disconnect(path)
+    step('disconnected')
+
+
+def phase_bonded(central, args):
+    agent = CentralAgent(central.bus, forbid=True)
+    register_agent(central, agent, 'KeyboardDisplay')
+    path = central.device_path(args.peer)
+    if not central.prop(path, 'org.bluez.Device1', 'Paired'):
+        raise CheckFailed('this central lost its bond with %s' % args.peer)
+    central.connect(path)
+    secret = chrcs(central, path, SERVICE_JW)[chrc_uuid(2, SERVICE_JW)]['path']
+    value = central.read(secret)
+    if value != args.expect.encode():
+        raise CheckFailed('read secret = %r, expected %r' % (value, args.expect))
+    if agent.calls:
+        raise CheckFailed('the bonded central was asked to pair again: %s' % agent.calls)
+    step('bonded: read secret = %r without pairing again' % value.decode())
+    central.disconnect(path)
+
+
+def phase_stranger(central, args):
+    path = find(central, args, SERVICE_JW)
+    t0 = time.monotonic()
+    try:
+        central.call(path, 'org.bluez.Device1', 'Connect', timeout=30)
+    except dbus.DBusException as e:
+        step('connect ended with %s: %s' % (e.get_dbus_name(), e.get_dbus_message()))
+    central.pump_until(lambda: not central.prop(path, 'org.bluez.Device1', 'Connected'), 30,
+                       'the link to drop')
+    step('gattd dropped the stranger\'s link within %.1f s' % (time.monotonic() - t0))
+
+
+def phase_refused(central, args):
+    path = find(central, args, SERVICE_PK)
+    central.connect(path)
+    found = chrcs(central, path, SERVICE_PK)
+    plain = central.read(found[chrc_uuid(1, SERVICE_PK)]['path'])
+    step('read plain = %r without pairing' % plain)
+    try:
+        value = central.read(found[chrc_uuid(2, SERVICE_PK)]['path'])
+    except dbus.DBusException as e:
+        step('read pin without pairing refused: %s: %s' % (e.get_dbus_name(), e.get_dbus_message()))
+    else:
+        raise CheckFailed('read pin without pairing returned %r' % value)
+    if central.prop(path, 'org.bluez.Device1', 'Paired'):
+        raise CheckFailed('the central is paired although nobody typed a passkey')
+    if central.prop(path, 'org.bluez.Device1', 'Connected'):
+        central.disconnect(path)
+
+
+def phase_passkey(central, args):
+    watch = WatchedPasskey(args.gattctl)
+    central.pump_until(lambda: watch.ready, 30, 'gattctl watch to subscribe')
+    agent = CentralAgent(central.bus, passkey=watch, wrong=args.wrong)
+    register_agent(central, agent, 'KeyboardDisplay')
+    path = find(central, args, SERVICE_PK)
+    central.connect(path)
+    pin = chrcs(central, path, SERVICE_PK)[chrc_uuid(2, SERVICE_PK)]['path']
+    try:
+        pair(central, path)
+    except CheckFailed as e:
+        if not args.wrong:
+            raise
+        step('pairing with the wrong passkey failed: %s' % e)
+        if central.prop(path, 'org.bluez.Device1', 'Paired'):
+            raise CheckFailed('Paired is true after a wrong passkey')
+        if central.prop(path, 'org.bluez.Device1', 'Connected'):
+            try:
+                value = central.read(pin)
+            except dbus.DBusException as e:
+                step('read pin after the failed pairing refused: %s' % e.get_dbus_name())
+            else:
+                raise CheckFailed('read pin after a wrong passkey returned %r' % value)
+        watch.stop()
+        print('PASSKEY %s' % watch.digits, flush=True)
+        return
+    if args.wrong:
+        raise CheckFailed('pairing with the wrong passkey succeeded')
+    if 'RequestPasskey' not in agent.calls:
+        raise CheckFailed('paired without a passkey (agent calls: %s)' % agent.calls)
+    value = central.read(pin)
+    if value != args.expect.encode():
+        raise CheckFailed('read pin = %r, expected %r' % (value, args.expect))
+    step('paired with passkey %s; read pin = %r (encrypt-authenticated-read)' % (watch.digits, value.decode()))
+    watch.stop()
+    print('PASSKEY %s' % watch.digits, flush=True)
+    central.disconnect(path)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('phase', choices=['pair', 'bonded', 'stranger', 'refused', 'passkey'])
+    parser.add_argument('--adapter', default='hci1')
+    parser.add_argument('--peer', default='00:AA:01:00:00:00')
+    parser.add_argument('--gattctl')
+    parser.add_argument('--expect', default='jw-secret')
+    parser.add_argument('--write', default='written by the central')
+    parser.add_argument('--notifications', type=int, default=5)
+    parser.add_argument('--wrong', action='store_true')
+    args = parser.parse_args()
+    central = Central(args.adapter, timeout=30)
+    phases = {'pair': phase_pair, 'bonded': phase_bonded, 'stranger': phase_stranger,
+              'refused': phase_refused, 'passkey': phase_passkey}
+    run(lambda: (central.power_on(), phases[args.phase](central, args)))
+
+
+if __name__ == '__main__':
+    main()
