@@ -13,9 +13,9 @@ public import Mainloop
 ///   `open(seconds:)` (`gattctl pairing open`), closed after. While open, the adapter gets
 ///   `Pairable` true with `PairableTimeout` set to the seconds left, so bluetoothd closes it
 ///   on time even if gattd is killed; gattd's own timer closes it too.
-/// - The adapter's `Pairable` and `PairableTimeout` as gattd found them are read before the
-///   first change and put back by `stop` (and whenever a new adapter or bluetoothd appears,
-///   the values found then are the ones put back).
+/// - The adapter's `Pairable` and `PairableTimeout` as gattd first found them (per adapter,
+///   read before gattd's first change) are put back by `stop`, also after bluetoothd
+///   restarted in between.
 /// - With `Pairable` false the kernel refuses a central that asks to bond; the agent also
 ///   refuses any pairing while closed (`isOpen`), bonding or not.
 public final class PairingWindow {
@@ -33,6 +33,10 @@ public final class PairingWindow {
     private var adapterPath: ObjectPath?
     /// `Pairable`, `PairableTimeout` as found on the adapter, once read.
     private var found: (pairable: Bool, timeout: UInt32)?
+    /// What each adapter had when gattd first saw it. bluetoothd stores `PairableTimeout`
+    /// with the adapter's settings, so after bluetoothd restarts the adapter may show what
+    /// gattd set; the first reading is what gets put back.
+    private var firstFound: [String: (pairable: Bool, timeout: UInt32)] = [:]
     private var generation = 0
 
     public init(policy: SecurityDefinition.Pairable, connection: BusConnection, loop: EventLoop, logger: Logger) {
@@ -103,6 +107,12 @@ public final class PairingWindow {
         let attempt = generation
         adapterPath = path
         found = nil
+        if let known = firstFound[path.rawValue] {
+            found = known
+            apply()
+            foundCompletion()
+            return
+        }
         connection.call(
             destination: BlueZNames.service, path: path, interface: BlueZNames.properties, member: "GetAll",
             arguments: [.string(BlueZNames.adapter)]
@@ -112,10 +122,12 @@ public final class PairingWindow {
             switch result {
             case .success(let reply):
                 let properties = (try? reply.arguments())?.first
-                self.found = (
-                    properties?.variantDictionaryValue("Pairable")?.asBool ?? false,
-                    properties?.variantDictionaryValue("PairableTimeout")?.asUInt32 ?? 0
+                let found = (
+                    pairable: properties?.variantDictionaryValue("Pairable")?.asBool ?? false,
+                    timeout: properties?.variantDictionaryValue("PairableTimeout")?.asUInt32 ?? 0
                 )
+                self.found = found
+                self.firstFound[path.rawValue] = found
                 self.apply()
             case .failure(let error):
                 self.logger.error(
