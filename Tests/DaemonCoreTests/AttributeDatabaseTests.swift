@@ -5,7 +5,7 @@ import DaemonCore
 import Testing
 
 private let definition = """
-    {"version": 1, "services": [
+    {"version": 1, "security": {"pairing": "display-passkey"}, "services": [
       {"id": "svc", "uuid": "12345678-1234-5678-1234-56789abcdef0", "characteristics": [
         {"id": "label", "uuid": "12345678-1234-5678-1234-56789abcdef1", "flags": ["read", "write", "notify"],
          "value": {"utf8": "hello"}, "minLength": 1, "maxLength": 20,
