@@ -71,14 +71,16 @@ FOUND_PAIRABLE=$(pairable)
 echo "hci0 Pairable before gattd: $FOUND_PAIRABLE"
 echo "== 1. just-works: the central pairs while the window is open"
 "$GATTCTL_BIN" --version >/dev/null || exit 1
-T_START=$(date +%s.%N)
 start_gattd
 serving 1
 "$GATTCTL_BIN" watch >"$OUT/watch.log" 2>"$OUT/watch.err" & pids+=($!)
 wait_for_line "$OUT/watch.err" '^watching' 30 || exit 1
 expect_pairable true "the pairing window is open after start"
-"$GATTCTL_BIN" pairing | tee -a "$OUT/gattctl.log" | grep -Eq '^pairing just-works: open for [0-9]+ s$' \
-    || { echo "FAIL: gattctl pairing does not say the window is open"; exit 1; }
+T_ASKED=$(date +%s.%N)
+status=$("$GATTCTL_BIN" pairing)
+echo "gattctl pairing: $status"
+LEFT=$(sed -n 's/^pairing just-works: open for \([0-9]*\) s$/\1/p' <<<"$status")
+[ -n "$LEFT" ] && [ "$LEFT" -le 20 ] || { echo "FAIL: gattctl pairing does not say the window is open for at most 20 s"; exit 1; }
 # Local eavesdroppers: nobody (Debian's default policy) listens for the whole phase.
 APP=/org/gattd/app/locker
 setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -u "$VM/eavesdrop.py" \
@@ -112,11 +114,11 @@ echo "phase 1 done ($(elapsed) s)"
 
 echo "== 2. the pairing window closes on time"
 wait_for_line "$OUT/watch.log" '^pairing closed' 40 || exit 1
-took=$(awk -v a="$T_START" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-# 20 s from gattd's start; gattd was started before T_START's clock read, and the line is seen within 0.2 s.
-awk -v t="$took" 'BEGIN { exit !(t >= 19.0 && t <= 24.0) }' \
-    || { echo "FAIL: the 20 s window closed $took s after gattd started"; exit 1; }
-expect_pairable false "the 20 s window closed $took s after gattd started"
+took=$(awk -v a="$T_ASKED" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+# gattctl said LEFT seconds (rounded up) remained; the close is seen within 0.2 s of it.
+awk -v t="$took" -v l="$LEFT" 'BEGIN { exit !(t >= l - 1.5 && t <= l + 3.0) }' \
+    || { echo "FAIL: the window closed $took s after gattctl said $LEFT s were left"; exit 1; }
+expect_pairable false "the window closed $took s after gattctl said $LEFT s were left"
 echo "phase 2 done ($(elapsed) s)"
 
 echo "== 3. the bond survives restarts"
@@ -145,7 +147,7 @@ t0=$(date +%s.%N)
 expect_pairable true "after gattctl pairing open"
 wait_for_line "$OUT/watch2.log" '^pairing closed' 30 || exit 1
 took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-awk -v t="$took" 'BEGIN { exit !(t >= 4.0 && t <= 8.0) }' \
+awk -v t="$took" 'BEGIN { exit !(t >= 4.0 && t <= 9.0) }' \
     || { echo "FAIL: the 5 s window closed after $took s"; exit 1; }
 expect_pairable false "the 5 s window closed after $took s"
 echo "phase 4 done ($(elapsed) s)"
