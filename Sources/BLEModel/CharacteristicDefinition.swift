@@ -34,6 +34,13 @@ public struct CharacteristicDefinition: Sendable, Equatable {
     /// Served by a program's handler: its deadline and what happens without one; nil:
     /// a handler may still claim it, with the defaults of `HandlerDefinition`.
     public var handler: HandlerDefinition?
+    /// Notifications go to bluetoothd as datagrams on a socket it acquires
+    /// (`AcquireNotify`) instead of D-Bus signals; needs the `notify` flag.
+    public var acquireNotify: Bool
+    /// Writes arrive from bluetoothd as datagrams on a socket it acquires (`AcquireWrite`)
+    /// instead of `WriteValue` calls; only with `write-without-response` (no ATT error can
+    /// be returned on that path).
+    public var acquireWrite: Bool
     /// JSON path in the file (`services[0].characteristics[1]`); empty when built in code.
     public var sourcePath: String
 
@@ -42,7 +49,7 @@ public struct CharacteristicDefinition: Sendable, Equatable {
         maxLength: Int = 512, descriptors: [DescriptorDefinition] = [], persist: Bool? = nil,
         update: UpdateDefinition? = nil, notifyIntervalMs: Int? = nil, onWrite: WriteHook? = nil,
         delivery: Delivery = .latest, queueLength: Int = Self.defaultQueueLength, handler: HandlerDefinition? = nil,
-        sourcePath: String = ""
+        acquireNotify: Bool = false, acquireWrite: Bool = false, sourcePath: String = ""
     ) {
         self.id = id
         self.uuid = uuid
@@ -58,6 +65,8 @@ public struct CharacteristicDefinition: Sendable, Equatable {
         self.delivery = delivery
         self.queueLength = queueLength
         self.handler = handler
+        self.acquireNotify = acquireNotify
+        self.acquireWrite = acquireWrite
         self.sourcePath = sourcePath
     }
 

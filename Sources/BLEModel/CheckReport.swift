@@ -24,9 +24,13 @@ public struct CheckReport {
             lines.append("  service \(service.id) \(service.uuid.shortForm) (\(kind))")
             for characteristic in service.characteristics {
                 let flags = characteristic.flags.map(\.rawValue).joined(separator: ",")
+                var sockets: [String] = []
+                if characteristic.acquireNotify { sockets.append("notify") }
+                if characteristic.acquireWrite { sockets.append("write") }
                 lines.append(
                     "    characteristic \(characteristic.id) \(characteristic.uuid.shortForm) [\(flags)] "
-                        + "\(characteristic.value.count) byte(s), writes \(characteristic.minLength)...\(characteristic.maxLength)")
+                        + "\(characteristic.value.count) byte(s), writes \(characteristic.minLength)...\(characteristic.maxLength)"
+                        + (sockets.isEmpty ? "" : ", socket \(sockets.joined(separator: ","))"))
                 for descriptor in characteristic.descriptors {
                     lines.append("      descriptor \(descriptor.id) \(descriptor.uuid.shortForm)")
                 }

@@ -154,6 +154,26 @@ extension Configuration {
             context.error(
                 path + ".delivery", "delivery \"all\" needs a notifiable characteristic (flags \"notify\" or \"indicate\")")
         }
+        if characteristic.acquireNotify && context.intact(path, "acquireNotify") && !flags.allowsNotify {
+            context.error(
+                path + ".acquireNotify",
+                "acquireNotify needs the flag \"notify\": bluetoothd subscribes through the socket for "
+                    + "notifications, and before 5.80 it passes no indication confirmation back through it")
+        }
+        if characteristic.acquireWrite && context.intact(path, "acquireWrite") {
+            if !flags.allowsWriteWithoutResponse {
+                context.error(
+                    path + ".acquireWrite",
+                    "acquireWrite needs the flag \"write-without-response\": writes on the socket are acknowledged "
+                        + "before gattd sees them")
+            } else if let kept = flags.first(where: \.allowsWrite) {
+                context.error(
+                    path + ".acquireWrite",
+                    "acquireWrite with \"\(kept.rawValue)\": bluetoothd would put every write, Write Requests "
+                        + "included, on the socket and acknowledge it there, so no ATT error could reach the "
+                        + "central; use \"write-without-response\" alone")
+            }
+        }
         if let hook = characteristic.onWrite, context.intact(path, "onWrite") {
             if !flags.allowsWrite && !flags.allowsWriteWithoutResponse {
                 context.error(path + ".onWrite", "onWrite needs a writable characteristic (flag \"write\")")

@@ -72,6 +72,12 @@ extension ConfigurationDecoder {
             result.queueLength = Int(length)
         }
         if let value = object["handler"] { result.handler = handler(value, object.path("handler")) }
+        if let value = object["acquireNotify"], let flag = context.bool(value, object.path("acquireNotify")) {
+            result.acquireNotify = flag
+        }
+        if let value = object["acquireWrite"], let flag = context.bool(value, object.path("acquireWrite")) {
+            result.acquireWrite = flag
+        }
         if let value = object["descriptors"], let elements = context.array(value, object.path("descriptors")) {
             result.descriptors = elements.enumerated().compactMap {
                 descriptor($1, object.path("descriptors") + "[\($0)]")

@@ -15,7 +15,7 @@ struct ConfigurationDecoder {
     static let serviceKeys = ["id", "uuid", "primary", "includes", "characteristics"]
     static let characteristicKeys = [
         "id", "uuid", "flags", "value", "minLength", "maxLength", "descriptors", "persist", "update",
-        "notifyIntervalMs", "onWrite", "delivery", "queueLength", "handler",
+        "notifyIntervalMs", "onWrite", "delivery", "queueLength", "handler", "acquireNotify", "acquireWrite",
     ]
     static let handlerKeys = ["timeoutMs", "fallback", "error"]
     static let descriptorKeys = ["id", "uuid", "flags", "value", "minLength", "maxLength"]

@@ -5,8 +5,9 @@
 ///
 /// - `treeChanges`: what bluetoothd sees of the GATT tree (services, characteristics and
 ///   descriptors added, removed or reordered; a changed UUID, `primary`, `includes`,
-///   flags or length bounds). bluetoothd ignores `InterfacesAdded` on a registered
-///   application (docs/bluez-contract.md §1), so any of these means registering again.
+///   flags, length bounds, `acquireNotify` or `acquireWrite`). bluetoothd ignores
+///   `InterfacesAdded` on a registered application (docs/bluez-contract.md §1), so any
+///   of these means registering again.
 /// - `behaviourChanges`: `persist`, `update`, `notifyIntervalMs`, `onWrite`, `delivery`,
 ///   `queueLength` or `handler` of a characteristic kept in the tree; they need a new
 ///   attribute database too.
@@ -114,7 +115,8 @@ extension ConfigurationDiff {
                     Node(
                         kind: "characteristic", id: characteristic.id,
                         shape: "in=\(service.id) \(characteristic.uuid) \(flags) "
-                            + "\(characteristic.minLength)...\(characteristic.maxLength)"))
+                            + "\(characteristic.minLength)...\(characteristic.maxLength)"
+                            + " acquire=\(characteristic.acquireNotify),\(characteristic.acquireWrite)"))
                 for descriptor in characteristic.descriptors {
                     result.append(
                         Node(

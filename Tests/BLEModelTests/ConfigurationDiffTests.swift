@@ -92,6 +92,8 @@ struct ConfigurationDiffTests {
             ("\"maxLength\": 20", "\"maxLength\": 30", "characteristic label changed"),
             ("\"uuid\": \"2901\"", "\"uuid\": \"2904\"", "descriptor label-desc changed"),
             ("\"uuid\": \"12345678-1234-5678-1234-56789abc0000\"", "\"uuid\": \"180f\"", "service svc changed"),
+            // the socket path changes which properties bluetoothd finds on the object
+            ("[\"read\", \"notify\"]", "[\"read\", \"notify\"], \"acquireNotify\": true", "characteristic level changed"),
         ])
     func treeChange(before: String, after: String, expected: String) throws {
         let result = try diff { $0.replacingOccurrences(of: before, with: after) }
