@@ -4,7 +4,7 @@
 // gattd: a Bluetooth LE peripheral daemon for Linux (BlueZ over libdbus-1).
 //
 // Module graph (arrows are imports):
-//   gattd   -> BlueZ -> DBusKit -> CDBus, Mainloop
+//   gattd   -> BlueZ -> DBusKit -> CDBus, Mainloop; BlueZ -> SystemCalls (sockets)
 //   gattd   -> DaemonCore -> BLEModel, Mainloop
 //   gattd   -> SystemdKit -> CSystemd
 //   gattd   -> Control -> BlueZ, DaemonCore, DBusKit (org.gattd.Manager1)
@@ -54,7 +54,7 @@ let package = Package(
         .target(
             name: "BlueZ",
             dependencies: [
-                "DBusKit", "BLEModel", "DaemonCore", "Mainloop",
+                "DBusKit", "BLEModel", "DaemonCore", "Mainloop", "SystemCalls",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

@@ -6,11 +6,7 @@ internal import DBusKit
 extension AdvertisementDefinition {
     /// One `org.bluez.LEAdvertisement1` property: its name, D-Bus type and how it is read
     /// from the definition (nil: not set, left out).
-    struct LEProperty: Sendable {
-        let name: String
-        let signature: String
-        let value: @Sendable (AdvertisementDefinition) -> DBusValue?
-    }
+    typealias LEProperty = PropertyRow<AdvertisementDefinition>
 
     /// The properties bluetoothd reads, with the D-Bus types of docs/bluez-contract.md §8,
     /// in bluetoothd's parse order: the one table the interface description

@@ -13,7 +13,7 @@ final class ExportedAdvertisement: DBusObject {
     static let interface = DBusInterface(
         name: BlueZNames.advertisement,
         methods: [DBusMethod("Release")],
-        properties: AdvertisementDefinition.leProperties.map { DBusProperty($0.name, signature: $0.signature) })
+        properties: AdvertisementDefinition.leProperties.map(\.declaration))
 
     let path: ObjectPath
     var definition: AdvertisementDefinition {

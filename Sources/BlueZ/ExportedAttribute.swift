@@ -5,9 +5,10 @@ internal import DBusKit
 internal import DaemonCore
 
 /// A `GattCharacteristic1` or `GattDescriptor1` object backed by one attribute of the
-/// database. The two interfaces differ only in their parent property (`Service` or
-/// `Characteristic`), `Notifying`, and the notify methods, which the interface
-/// description carries.
+/// database. The two interfaces differ in their parent property (`Service` or
+/// `Characteristic`), `Notifying`, the notify methods and, for a characteristic that uses
+/// the socket path, `NotifyAcquired`/`WriteAcquired` and the `Acquire*` methods; each
+/// kind's properties come from one table of rows.
 final class ExportedAttribute: DBusObject {
     let path: ObjectPath
     let parentPath: ObjectPath
@@ -15,13 +16,38 @@ final class ExportedAttribute: DBusObject {
     let flags: [String]
     unowned let requests: GattRequestHandler
     let interfaces: [DBusInterface]
-    private let parentProperty: String
+    /// This object's rows of `characteristicProperties` or `descriptorProperties`.
+    private let rows: [PropertyRow<ExportedAttribute>]
     /// The `PropertiesChanged(Value)` notifications of a characteristic, prepared on first use.
     private var valueSignal: BytePropertySignal?
 
+    /// `GattCharacteristic1`'s properties. `NotifyAcquired`/`WriteAcquired` are there only
+    /// for a characteristic on the socket path (their presence is what bluetoothd looks
+    /// at), true while a socket is acquired.
+    static let characteristicProperties: [PropertyRow<ExportedAttribute>] = [
+        PropertyRow(name: "UUID", signature: "s") { .string($0.attribute.uuid.description) },
+        PropertyRow(name: "Service", signature: "o") { .objectPath($0.parentPath) },
+        PropertyRow(name: "Flags", signature: "as") { .stringArray($0.flags) },
+        // only to bluetoothd: see `isPropertyReadable`
+        PropertyRow(name: "Value", signature: "ay") { .bytes($0.attribute.value) },
+        PropertyRow(name: "Notifying", signature: "b") { .bool($0.attribute.isNotifying) },
+        PropertyRow(name: "NotifyAcquired", signature: "b") { .bool($0.requests.sockets.hasSockets(.notify, $0.attribute)) },
+        PropertyRow(name: "WriteAcquired", signature: "b") { .bool($0.requests.sockets.hasSockets(.write, $0.attribute)) },
+    ]
+
+    /// `GattDescriptor1`'s properties.
+    static let descriptorProperties: [PropertyRow<ExportedAttribute>] = [
+        PropertyRow(name: "UUID", signature: "s") { .string($0.attribute.uuid.description) },
+        PropertyRow(name: "Characteristic", signature: "o") { .objectPath($0.parentPath) },
+        PropertyRow(name: "Flags", signature: "as") { .stringArray($0.flags) },
+        PropertyRow(name: "Value", signature: "ay") { .bytes($0.attribute.value) },
+    ]
+
+    /// A descriptor, or a characteristic using the socket `sockets` paths (empty: signals
+    /// and `WriteValue` only).
     init(
         path: ObjectPath, parentPath: ObjectPath, attribute: Attribute, flags: [String],
-        requests: GattRequestHandler
+        requests: GattRequestHandler, sockets: AcquiredSockets.Kinds = []
     ) {
         self.path = path
         self.parentPath = parentPath
@@ -29,11 +55,17 @@ final class ExportedAttribute: DBusObject {
         self.flags = flags
         self.requests = requests
         if attribute.isCharacteristic {
-            interfaces = [GattInterfaces.characteristic]
-            parentProperty = "Service"
+            rows = Self.characteristicProperties.filter { row in
+                switch row.name {
+                case "NotifyAcquired": sockets.contains(.notify)
+                case "WriteAcquired": sockets.contains(.write)
+                default: true
+                }
+            }
+            interfaces = [GattInterfaces.characteristic(rows: rows, sockets: sockets)]
         } else {
+            rows = Self.descriptorProperties
             interfaces = [GattInterfaces.descriptor]
-            parentProperty = "Characteristic"
         }
     }
 
@@ -50,25 +82,12 @@ final class ExportedAttribute: DBusObject {
         try connection.emit(signal, carrying: value, to: destination)
     }
 
-    func property(_ name: String, interface: String) -> DBusValue? {
-        switch name {
-        case "UUID": return .string(attribute.uuid.description)
-        case parentProperty: return .objectPath(parentPath)
-        case "Flags": return .stringArray(flags)
-        case "Value": return .bytes(attribute.value)  // only to bluetoothd: see `isPropertyReadable`
-        case "Notifying" where attribute.isCharacteristic: return .bool(attribute.isNotifying)
-        default: return nil
-        }
-    }
+    func property(_ name: String, interface: String) -> DBusValue? { rows.value(of: name, for: self) }
 
     /// `Value` only for bluetoothd (the `org.bluez` owner): a local process must not read
     /// over D-Bus what a central may only read over an encrypted link. The rest is public.
     func isPropertyReadable(_ name: String, interface: String, by caller: String?) -> Bool {
         name != "Value" || (caller != nil && caller == requests.trustedSender)
-    }
-
-    func setProperty(_ name: String, interface: String, value: DBusValue) throws(DBusError) {
-        throw DBusError.propertyReadOnly("\(interface).\(name) is read-only")
     }
 
     func handle(_ call: MethodCall) {

@@ -12,23 +12,19 @@ final class ExportedService: DBusObject {
 
     let interfaces = [GattInterfaces.service]
 
+    /// `GattService1`'s properties, the one table its interface and values come from.
+    static let properties: [PropertyRow<ExportedService>] = [
+        PropertyRow(name: "UUID", signature: "s") { .string($0.definition.uuid.description) },
+        PropertyRow(name: "Primary", signature: "b") { .bool($0.definition.primary) },
+        PropertyRow(name: "Includes", signature: "ao") { .objectPathArray($0.includes) },
+    ]
+
     init(path: ObjectPath, definition: ServiceDefinition) {
         self.path = path
         self.definition = definition
     }
 
-    func property(_ name: String, interface: String) -> DBusValue? {
-        switch name {
-        case "UUID": return .string(definition.uuid.description)
-        case "Primary": return .bool(definition.primary)
-        case "Includes": return .objectPathArray(includes)
-        default: return nil
-        }
-    }
-
-    func setProperty(_ name: String, interface: String, value: DBusValue) throws(DBusError) {
-        throw DBusError.propertyReadOnly("\(interface).\(name) is read-only")
-    }
+    func property(_ name: String, interface: String) -> DBusValue? { Self.properties.value(of: name, for: self) }
 
     func handle(_ call: MethodCall) {
         call.fail(DBusError.unknownMethod("No method \(call.member ?? "")"))

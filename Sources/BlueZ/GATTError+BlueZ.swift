@@ -45,4 +45,10 @@ enum BlueZError {
     static func invalidArguments(_ message: String) -> DBusError {
         DBusError(name: invalidArguments, message: message)
     }
+
+    /// A call gattd cannot serve for a reason of its own (e.g. no socket could be made).
+    /// For `AcquireNotify`, bluetoothd takes `Failed` as "give up" rather than falling back.
+    static func failure(_ message: String) -> DBusError {
+        DBusError(name: failed, message: message)
+    }
 }

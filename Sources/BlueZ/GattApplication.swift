@@ -31,7 +31,9 @@ public final class GattApplication: NotificationSink {
         self.connection = connection
         self.database = service.database
         self.logger = logger
-        self.requests = GattRequestHandler(service: service, logger: logger)
+        self.requests = GattRequestHandler(
+            service: service, sockets: AcquiredSockets(loop: connection.loop, service: service, logger: logger),
+            logger: logger)
         try build(configuration)
         service.notifier.sink = self
     }
@@ -46,8 +48,11 @@ public final class GattApplication: NotificationSink {
         services.removeAll()
         characteristics.removeAll()
         let previous = requests
+        previous.sockets.closeAll()
         database = service.database
-        requests = GattRequestHandler(service: service, logger: logger)
+        requests = GattRequestHandler(
+            service: service, sockets: AcquiredSockets(loop: connection.loop, service: service, logger: logger),
+            logger: logger)
         requests.trustedSender = previous.trustedSender
         try build(configuration)
         service.notifier.sink = self
@@ -63,6 +68,11 @@ public final class GattApplication: NotificationSink {
 
     private func build(_ configuration: Configuration) throws(DBusError) {
         connection.addObjectManager(at: rootPath)
+        let socketPaths = usableSocketPaths(configuration)
+        let sockets = requests.sockets
+        database.observeSubscriptions { [weak sockets] attribute in
+            if !attribute.isNotifying { sockets?.subscriptionEnded(attribute) }
+        }
         var used = Set<ObjectPath>()
         var servicePaths: [String: ObjectPath] = [:]
         for service in configuration.servicesInRegistrationOrder {
@@ -77,7 +87,8 @@ public final class GattApplication: NotificationSink {
                 let characteristicPath = path.appendingUniqueElement(for: characteristic.id, used: &used)
                 let object = ExportedAttribute(
                     path: characteristicPath, parentPath: path, attribute: attribute,
-                    flags: characteristic.flags.map(\.rawValue), requests: requests)
+                    flags: characteristic.flags.map(\.rawValue), requests: requests,
+                    sockets: socketPaths[characteristic.id] ?? [])
                 characteristics[characteristic.id] = object
                 try export(object, at: characteristicPath)
                 for (index, descriptor) in characteristic.descriptors.enumerated() {
@@ -93,25 +104,49 @@ public final class GattApplication: NotificationSink {
         }
     }
 
+    /// The socket paths each characteristic asked for (`acquireNotify`, `acquireWrite`),
+    /// or none when this bus connection cannot pass file descriptors (then they use
+    /// signals and `WriteValue`, and the log says so once).
+    private func usableSocketPaths(_ configuration: Configuration) -> [String: AcquiredSockets.Kinds] {
+        var kinds: [String: AcquiredSockets.Kinds] = [:]
+        for characteristic in configuration.services.flatMap(\.characteristics) {
+            var wanted: AcquiredSockets.Kinds = []
+            if characteristic.acquireNotify { wanted.insert(.notify) }
+            if characteristic.acquireWrite { wanted.insert(.write) }
+            if !wanted.isEmpty { kinds[characteristic.id] = wanted }
+        }
+        guard !kinds.isEmpty, !connection.canSendUnixFDs else { return kinds }
+        logger.warning(
+            """
+            this bus connection cannot pass file descriptors: acquireNotify and acquireWrite characteristics use \
+            D-Bus signals and WriteValue instead
+            """,
+            metadata: ["gatt.ids": "\(kinds.keys.sorted().joined(separator: ","))"])
+        return [:]
+    }
+
     private func export(_ object: any DBusObject, at path: ObjectPath) throws(DBusError) {
         try connection.export(object, at: path)
         exportedPaths.append(path)
     }
 
-    /// Removes every object from the bus (bluetoothd treats the services as gone).
+    /// Removes every object from the bus (bluetoothd treats the services as gone) and
+    /// closes the sockets bluetoothd acquired.
     public func unexportAll() {
+        requests.sockets.closeAll()
         for path in exportedPaths.reversed() { connection.unexport(path) }
         exportedPaths.removeAll()
     }
 
-    /// A subscribed characteristic's new value goes out as PropertiesChanged(Value), which
-    /// bluetoothd turns into a notification or indication for every subscribed central.
+    /// A subscribed characteristic's new value goes out as one datagram on each socket
+    /// bluetoothd acquired for it (`acquireNotify`), else as PropertiesChanged(Value); either
+    /// way bluetoothd turns it into a notification or indication for the subscribed centrals.
     /// The signal is addressed to bluetoothd alone (docs/security.md): no other process on
     /// the bus receives it, whatever match rules it adds.
     public func send(_ attribute: Attribute, value: [UInt8]) -> Bool {
-        guard attribute.isNotifying, let object = characteristics[attribute.id], let bluez = trustedSender else {
-            return false
-        }
+        guard attribute.isNotifying else { return false }
+        if let sent = requests.sockets.send(attribute, value: value) { return sent }
+        guard let object = characteristics[attribute.id], let bluez = trustedSender else { return false }
         do {
             try object.notifyValue(value, on: connection, to: bluez)
         } catch {

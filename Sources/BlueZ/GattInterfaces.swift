@@ -3,37 +3,35 @@
 internal import DBusKit
 
 /// Descriptions of the BlueZ server-side interfaces gattd implements
-/// (docs/bluez-contract.md §2), shared by every exported object of a kind.
+/// (docs/bluez-contract.md §2). Properties come from each object's table of rows
+/// (`ExportedService.properties`, `ExportedAttribute.characteristicProperties`, ...).
 enum GattInterfaces {
     static let service = DBusInterface(
-        name: BlueZNames.gattService,
-        methods: [],
-        properties: [
-            DBusProperty("UUID", signature: "s", access: .read),
-            DBusProperty("Primary", signature: "b", access: .read),
-            DBusProperty("Includes", signature: "ao", access: .read),
-        ],
-        signals: [])
+        name: BlueZNames.gattService, methods: [], properties: ExportedService.properties.map(\.declaration))
 
-    /// No `WriteAcquired`/`NotifyAcquired`: their mere presence makes bluetoothd use
-    /// AcquireWrite/AcquireNotify instead of WriteValue/StartNotify.
-    static let characteristic = DBusInterface(
-        name: BlueZNames.gattCharacteristic,
-        methods: [
-            DBusMethod("ReadValue", inSignature: "a{sv}", outSignature: "ay"),
-            DBusMethod("WriteValue", inSignature: "aya{sv}", outSignature: ""),
-            DBusMethod("StartNotify", inSignature: "", outSignature: ""),
-            DBusMethod("StopNotify", inSignature: "", outSignature: ""),
-            DBusMethod("Confirm", inSignature: "", outSignature: ""),
-        ],
-        properties: [
-            DBusProperty("UUID", signature: "s", access: .read),
-            DBusProperty("Service", signature: "o", access: .read),
-            DBusProperty("Flags", signature: "as", access: .read),
-            DBusProperty("Value", signature: "ay", access: .read),
-            DBusProperty("Notifying", signature: "b", access: .read),
-        ],
-        signals: [])
+    private static let characteristicMethods = [
+        DBusMethod("ReadValue", inSignature: "a{sv}", outSignature: "ay"),
+        DBusMethod("WriteValue", inSignature: "aya{sv}", outSignature: ""),
+        DBusMethod("StartNotify", inSignature: "", outSignature: ""),
+        DBusMethod("StopNotify", inSignature: "", outSignature: ""),
+        DBusMethod("Confirm", inSignature: "", outSignature: ""),
+    ]
+
+    /// A characteristic's interface. `NotifyAcquired`/`WriteAcquired` and their methods
+    /// are declared only for a characteristic that opted in (`acquireNotify`,
+    /// `acquireWrite`): the mere presence of either property makes bluetoothd use
+    /// `AcquireNotify`/`AcquireWrite` instead of `StartNotify`/`WriteValue`.
+    static func characteristic(rows: [PropertyRow<ExportedAttribute>], sockets: AcquiredSockets.Kinds) -> DBusInterface {
+        var methods = characteristicMethods
+        if sockets.contains(.notify) {
+            methods.append(DBusMethod("AcquireNotify", inSignature: "a{sv}", outSignature: "hq"))
+        }
+        if sockets.contains(.write) {
+            methods.append(DBusMethod("AcquireWrite", inSignature: "a{sv}", outSignature: "hq"))
+        }
+        return DBusInterface(
+            name: BlueZNames.gattCharacteristic, methods: methods, properties: rows.map(\.declaration), signals: [])
+    }
 
     static let descriptor = DBusInterface(
         name: BlueZNames.gattDescriptor,
@@ -41,11 +39,6 @@ enum GattInterfaces {
             DBusMethod("ReadValue", inSignature: "a{sv}", outSignature: "ay"),
             DBusMethod("WriteValue", inSignature: "aya{sv}", outSignature: ""),
         ],
-        properties: [
-            DBusProperty("UUID", signature: "s", access: .read),
-            DBusProperty("Characteristic", signature: "o", access: .read),
-            DBusProperty("Flags", signature: "as", access: .read),
-            DBusProperty("Value", signature: "ay", access: .read),
-        ],
+        properties: ExportedAttribute.descriptorProperties.map(\.declaration),
         signals: [])
 }

@@ -16,12 +16,15 @@ internal import Logging
 /// never answered; `MethodCall` enforces that.
 final class GattRequestHandler {
     let service: RequestService
+    /// The socket paths (`AcquireNotify`, `AcquireWrite`) of this tree's characteristics.
+    let sockets: AcquiredSockets
     let logger: Logger
     /// The unique bus name of the current `org.bluez` owner, nil while BlueZ is absent.
     var trustedSender: String?
 
-    init(service: RequestService, logger: Logger) {
+    init(service: RequestService, sockets: AcquiredSockets, logger: Logger) {
         self.service = service
+        self.sockets = sockets
         self.logger = logger
     }
 
@@ -43,6 +46,9 @@ final class GattRequestHandler {
             case "WriteValue": try write(call, attribute)
             case "StartNotify": notify(call, attribute, on: true)
             case "StopNotify": notify(call, attribute, on: false)
+            // Declared only on characteristics that use the socket path.
+            case "AcquireNotify": try acquire(call, attribute, .notify, method: member)
+            case "AcquireWrite": try acquire(call, attribute, .write, method: member)
             case "Confirm":
                 service.confirm(attribute)
                 logger.debug("indication confirmed", metadata: ["gatt.id": "\(attribute.id)"])
@@ -115,6 +121,15 @@ final class GattRequestHandler {
             call.reply()
         } else {
             call.fail(GATTError.requestNotSupported.bluezError)
+        }
+    }
+
+    private func acquire(
+        _ call: MethodCall, _ attribute: Attribute, _ kind: AcquiredSockets.Kinds, method: String
+    ) throws(DBusError) {
+        let request = try GattRequestOptions(call, argument: 0, method: method).request(call)
+        try sockets.acquire(kind, attribute, request) { descriptor, mtu in
+            call.reply([.unixFD(descriptor), .uint16(mtu)])
         }
     }
 

@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: MIT
+
+internal import BLEModel
+internal import DBusKit
+internal import DaemonCore
+internal import Logging
+internal import Mainloop
+internal import SystemCalls
+
+/// The socket path between gattd and bluetoothd (docs/bluez-contract.md, "Sockets"):
+/// `AcquireNotify` and `AcquireWrite` are answered with one end of a `SOCK_SEQPACKET`
+/// pair, and from then on each notification or write is one datagram, with no D-Bus
+/// message per value.
+///
+/// - Notify: bluetoothd 5.66 acquires one socket per characteristic, shared by every
+///   subscribed central, and closes it when the last one unsubscribes; from 5.69 it
+///   acquires one per central (`device` in the options), and from 5.76 a datagram on it
+///   goes to that central only. Either way a notification is written to every socket the
+///   characteristic has, and the characteristic is subscribed while it has one. From
+///   5.80 bluetoothd writes a byte `0x01` back when a central confirms an indication.
+/// - Write: bluetoothd acquires a socket on a central's first write (one per central from
+///   5.69) and sends each written value as one datagram, acknowledged to the central
+///   before gattd reads it. Each goes through the same pipeline as `WriteValue`
+///   (validation, handler or hook, store, save, notify); one that is refused is dropped
+///   and logged, since no ATT error can go back.
+///
+/// Lives on the loop thread. `closeAll()` before the tree it serves goes away.
+final class AcquiredSockets {
+    /// Which socket paths a characteristic uses.
+    struct Kinds: OptionSet, Sendable {
+        let rawValue: UInt8
+        static let notify = Kinds(rawValue: 1 << 0)
+        static let write = Kinds(rawValue: 1 << 1)
+    }
+
+    /// One acquired socket: gattd's end, which central (when bluetoothd says) and its MTU.
+    final class Socket {
+        let fd: Int32
+        let device: String?
+        let mtu: Int
+        var watch: IOWatch?
+
+        init(fd: Int32, device: String?, mtu: Int) {
+            self.fd = fd
+            self.device = device
+            self.mtu = mtu
+        }
+
+        func close() {
+            watch?.cancel()
+            watch = nil
+            SeqPacketSocket.close(fd)
+        }
+    }
+
+    /// The ATT MTU bluetoothd's options leave out only when it knows none (the minimum).
+    static let defaultMTU = 23
+    /// Datagrams read from one socket per loop turn, so one busy central cannot starve the
+    /// rest of the loop.
+    static let datagramsPerTurn = 64
+
+    private let loop: EventLoop
+    private let service: RequestService
+    private let logger: Logger
+    private var notifySockets: [String: [Socket]] = [:]
+    private var writeSockets: [String: [Socket]] = [:]
+    /// One datagram: the longest attribute value and one byte more, to recognise longer ones.
+    private var buffer = [UInt8](repeating: 0, count: 513)
+
+    init(loop: EventLoop, service: RequestService, logger: Logger) {
+        self.loop = loop
+        self.service = service
+        self.logger = logger
+    }
+
+    /// Whether `attribute` has a notify or write socket now (`NotifyAcquired`, `WriteAcquired`).
+    func hasSockets(_ kind: Kinds, _ attribute: Attribute) -> Bool {
+        let sockets = kind == .notify ? notifySockets[attribute.id] : writeSockets[attribute.id]
+        return !(sockets?.isEmpty ?? true)
+    }
+
+    // MARK: - Acquiring
+
+    /// `AcquireNotify`/`AcquireWrite(options) -> (fd, mtu)`: makes the socket, hands
+    /// bluetoothd's end and the MTU to `reply` (which must copy the descriptor into its
+    /// message), then closes gattd's copy of that end.
+    func acquire(
+        _ kind: Kinds, _ attribute: Attribute, _ request: AttributeRequest, reply: (Int32, UInt16) -> Void
+    ) throws(DBusError) {
+        let (peer, mtu) = kind == .notify ? try acquireNotify(attribute, request) : try acquireWrite(attribute, request)
+        reply(peer, mtu)
+        SeqPacketSocket.close(peer)
+    }
+
+    /// A new notify socket for `attribute`, which is subscribed from now on.
+    private func acquireNotify(_ attribute: Attribute, _ request: AttributeRequest) throws(DBusError) -> (Int32, UInt16) {
+        let (socket, peer) = try open(attribute, request)
+        socket.watch = loop.watch(fd: socket.fd, events: .readable) { [unowned self, unowned socket] events in
+            self.notifySocketReady(attribute, socket, events)
+        }
+        notifySockets[attribute.id, default: []].append(socket)
+        _ = service.setNotifying(attribute, true)
+        logger.info(
+            "subscribed", metadata: ["gatt.id": "\(attribute.id)", "gatt.uuid": "\(attribute.uuid)", "path": "socket",
+                "device": "\(socket.device ?? "")", "mtu": "\(socket.mtu)"])
+        return (peer, UInt16(clamping: socket.mtu))
+    }
+
+    /// A new socket on which bluetoothd sends the values centrals write to `attribute`.
+    private func acquireWrite(_ attribute: Attribute, _ request: AttributeRequest) throws(DBusError) -> (Int32, UInt16) {
+        let (socket, peer) = try open(attribute, request)
+        socket.watch = loop.watch(fd: socket.fd, events: .readable) { [unowned self, unowned socket] events in
+            self.writeSocketReady(attribute, socket, events)
+        }
+        writeSockets[attribute.id, default: []].append(socket)
+        logger.info(
+            "write socket acquired",
+            metadata: ["gatt.id": "\(attribute.id)", "device": "\(socket.device ?? "")", "mtu": "\(socket.mtu)"])
+        return (peer, UInt16(clamping: socket.mtu))
+    }
+
+    /// A new pair: gattd's end in a `Socket`, and bluetoothd's end for the reply (the
+    /// caller closes it once the reply holds its own copy).
+    private func open(_ attribute: Attribute, _ request: AttributeRequest) throws(DBusError) -> (Socket, Int32) {
+        let ends: (Int32, Int32)
+        do {
+            ends = try SeqPacketSocket.pair()
+        } catch {
+            logger.error(
+                "could not make a socket for bluetoothd", metadata: ["gatt.id": "\(attribute.id)", "error": "\(error)"])
+            // Failed: bluetoothd gives up on the socket and, for notifications, does not
+            // fall back to StartNotify (docs/bluez-contract.md, "Sockets").
+            throw BlueZError.failure("cannot create a socket: \(error)")
+        }
+        let mtu = request.mtu ?? Self.defaultMTU
+        if let known = request.mtu { service.mtu.record(mtu: known, device: request.device) }
+        return (Socket(fd: ends.0, device: request.device, mtu: mtu), ends.1)
+    }
+
+    // MARK: - Notifications
+
+    /// Writes `value` as one datagram to each notify socket of `attribute`; nil when it has
+    /// none (the caller uses the signal path). False when no socket took it.
+    func send(_ attribute: Attribute, value: [UInt8]) -> Bool? {
+        guard let sockets = notifySockets[attribute.id], !sockets.isEmpty else { return nil }
+        var delivered = false
+        for socket in sockets {
+            let result = value.withUnsafeBytes { SeqPacketSocket.send(socket.fd, $0) }
+            switch result {
+            case .sent:
+                delivered = true
+            case .wouldBlock:
+                logger.warning(
+                    "notification dropped: bluetoothd is not reading its socket",
+                    metadata: ["gatt.id": "\(attribute.id)", "device": "\(socket.device ?? "")"])
+            case .closed:
+                closeNotify(attribute, socket, why: "closed by bluetoothd")
+            case .failed(let error):
+                logger.error(
+                    "notification not sent on the socket",
+                    metadata: ["gatt.id": "\(attribute.id)", "device": "\(socket.device ?? "")", "error": "\(error)"])
+                closeNotify(attribute, socket, why: "\(error)")
+            }
+        }
+        return delivered
+    }
+
+    /// bluetoothd closed a notify socket (its central, or for 5.66 the last one,
+    /// unsubscribed) or wrote to it: a `0x01` confirms an indication (5.80 and later).
+    private func notifySocketReady(_ attribute: Attribute, _ socket: Socket, _ events: IOEvents) {
+        for _ in 0..<Self.datagramsPerTurn {
+            let result = buffer.withUnsafeMutableBytes { SeqPacketSocket.receive(socket.fd, into: $0) }
+            switch result {
+            case .datagram(let count):
+                if count == 1 && buffer[0] == 0x01 {
+                    service.confirm(attribute)
+                } else {
+                    logger.debug(
+                        "ignored bytes bluetoothd wrote to a notify socket",
+                        metadata: ["gatt.id": "\(attribute.id)", "length": "\(count)"])
+                }
+            case .wouldBlock:
+                return
+            case .closed:
+                closeNotify(attribute, socket, why: "closed by bluetoothd")
+                return
+            case .failed(let error):
+                closeNotify(attribute, socket, why: "\(error)")
+                return
+            }
+        }
+    }
+
+    private func closeNotify(_ attribute: Attribute, _ socket: Socket, why: String) {
+        guard var sockets = notifySockets[attribute.id], let index = sockets.firstIndex(where: { $0 === socket }) else {
+            return
+        }
+        sockets.remove(at: index)
+        notifySockets[attribute.id] = sockets.isEmpty ? nil : sockets
+        socket.close()
+        logger.info(
+            "unsubscribed",
+            metadata: ["gatt.id": "\(attribute.id)", "path": "socket", "device": "\(socket.device ?? "")", "reason": "\(why)"])
+        if sockets.isEmpty { _ = service.setNotifying(attribute, false) }
+    }
+
+    /// `attribute` stopped notifying for another reason (bluetoothd or the adapter went
+    /// away): its sockets are closed.
+    func subscriptionEnded(_ attribute: Attribute) {
+        guard let sockets = notifySockets.removeValue(forKey: attribute.id) else { return }
+        for socket in sockets { socket.close() }
+    }
+
+    // MARK: - Writes
+
+    private func writeSocketReady(_ attribute: Attribute, _ socket: Socket, _ events: IOEvents) {
+        for _ in 0..<Self.datagramsPerTurn {
+            let result = buffer.withUnsafeMutableBytes { SeqPacketSocket.receive(socket.fd, into: $0) }
+            switch result {
+            case .datagram(let count):
+                guard count < buffer.count else {
+                    logger.warning(
+                        "write from the socket dropped: longer than any attribute value",
+                        metadata: ["gatt.id": "\(attribute.id)", "device": "\(socket.device ?? "")", "length": "\(count)"])
+                    continue
+                }
+                write(attribute, Array(buffer[..<count]), from: socket)
+            case .wouldBlock:
+                return
+            case .closed, .failed:
+                closeWrite(attribute, socket, why: result == .closed ? "closed by bluetoothd" : "\(result)")
+                return
+            }
+        }
+    }
+
+    /// A written value from the socket, through the write pipeline; a refusal cannot reach
+    /// the central (bluetoothd acknowledged the write already), so it is logged.
+    private func write(_ attribute: Attribute, _ bytes: [UInt8], from socket: Socket) {
+        let request = AttributeRequest(
+            caller: .central, device: socket.device, offset: 0, mtu: socket.mtu, expectsReply: false)
+        service.write(attribute, bytes: bytes, request) { [logger] outcome in
+            guard case .failure(let failure) = outcome else { return }
+            logger.warning(
+                "write from the socket dropped",
+                metadata: [
+                    "gatt.id": "\(attribute.id)", "device": "\(socket.device ?? "")", "length": "\(bytes.count)",
+                    "att.error": "0x\(String(failure.gattError.attCode, radix: 16))", "reason": "\(failure)",
+                ])
+        }
+    }
+
+    private func closeWrite(_ attribute: Attribute, _ socket: Socket, why: String) {
+        guard var sockets = writeSockets[attribute.id], let index = sockets.firstIndex(where: { $0 === socket }) else {
+            return
+        }
+        sockets.remove(at: index)
+        writeSockets[attribute.id] = sockets.isEmpty ? nil : sockets
+        socket.close()
+        logger.info(
+            "write socket closed", metadata: ["gatt.id": "\(attribute.id)", "device": "\(socket.device ?? "")", "reason": "\(why)"])
+    }
+
+    /// Closes every socket (the tree is being replaced or the daemon stops); bluetoothd
+    /// sees its ends hang up and acquires again on the next subscription or write.
+    func closeAll() {
+        for socket in notifySockets.values.joined() { socket.close() }
+        for socket in writeSockets.values.joined() { socket.close() }
+        notifySockets.removeAll()
+        writeSockets.removeAll()
+    }
+}
