@@ -40,6 +40,8 @@ class Central:
         self.bus = daemon.bus
         self.gatt = daemon.gatt
         self.security = rules.SECURITY_LOW
+        self.acquired = daemon.acquired
+        self.mtu = 23                 # the link's ATT MTU for Acquire calls (test knob)
 
     def _lookup(self, path):
         app, attr = self.gatt.find(str(path))
@@ -64,6 +66,23 @@ class Central:
         """WriteValue; for a write-without-response characteristic it is sent
         NO_REPLY and done() runs at once (bluetoothd acknowledges immediately)."""
         app, attr = self._lookup(path)
+        if self.acquired.wants_write(attr) and not prepare_authorize:
+            # chrc_write_cb: the socket if there is one, else AcquireWrite first; the write
+            # is acknowledged once it is on the socket, whatever the app makes of it.
+            def finish(code):
+                if code:
+                    fail(dbus.exceptions.DBusException("socket write failed", name="org.bluez.Error.Failed"))
+                else:
+                    done()
+            self.acquired.write_value(
+                app, attr, value, device, mtu, finish,
+                lambda v, f: self._write_call(app, attr, v, offset, mtu, device, False, lambda: f(0),
+                                              lambda e: f(0x0E)))
+            return
+        self._write_call(app, attr, value, offset, mtu, device, prepare_authorize, done, fail)
+
+    def _write_call(self, app, attr, value, offset, mtu, device, prepare_authorize, done, fail):
+        path = attr.path
         args = (dbus.ByteArray(bytes(value)), options(device, offset, mtu, prepare_authorize))
         self.daemon.log("WriteValue %s offset=%d len=%d" % (path, offset, len(value)))
         if attr.kind == "characteristic" and attr.chrc_flags.write_without_response:
@@ -142,7 +161,11 @@ class Central:
         if device in subs:
             return 0
         subs.add(device)
-        if len(subs) == 1:
+        if self.acquired.wants_notify(attr):
+            app, _ = self._lookup(path)
+            self.acquired.subscribe(app, attr, device, self.mtu, len(subs) == 1,
+                                    lambda: self.notify_call(path, "StartNotify"))
+        elif len(subs) == 1:
             self.notify_call(path, "StartNotify")
         return 0
 
@@ -152,7 +175,9 @@ class Central:
         if device not in subs:
             return 0
         subs.discard(device)
-        if not subs:
+        if self.acquired.wants_notify(attr) and attr.path not in self.acquired.fell_back:
+            self.acquired.unsubscribe(attr, device, not subs)
+        elif not subs:
             self.notify_call(path, "StopNotify")
         return 0
 

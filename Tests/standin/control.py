@@ -172,6 +172,65 @@ class ControlObject(dbus.service.Object):
     def Unsubscribe(self, path, device):
         return self.d.central.unsubscribe(path, device)
 
+    # -- AcquireNotify / AcquireWrite (acquired.py) -------------------------------------
+
+    @dbus.service.method(IFACE, in_signature="s", out_signature="")
+    def SetAcquireMode(self, mode):
+        """"shared" (bluetoothd 5.66: one socket per characteristic) or "per-device" (5.76+)."""
+        if mode not in ("shared", "per-device"):
+            raise control_error("unknown acquire mode %s" % mode)
+        self.d.acquired.mode = str(mode)
+
+    @dbus.service.method(IFACE, in_signature="q", out_signature="")
+    def SetLinkMTU(self, mtu):
+        self.d.central.mtu = int(mtu)
+
+    @dbus.service.method(IFACE, in_signature="sos", out_signature="")
+    def SetAcquireError(self, member, path, name):
+        """The next Acquire* calls for `path` fail with `name` without reaching the app."""
+        self.d.acquired.errors[(str(member), str(path))] = str(name)
+
+    @dbus.service.method(IFACE, out_signature="a(soa{sv})")
+    def AcquireCalls(self):
+        return dbus.Array([dbus.Struct((m, dbus.ObjectPath(p), o)) for m, p, o in self.d.acquired.calls],
+                          signature="(soa{sv})")
+
+    @dbus.service.method(IFACE, out_signature="ai")
+    def SocketTypes(self):
+        return dbus.Array(self.d.acquired.socket_types, signature="i")
+
+    def _sockets(self, path, kind):
+        return [s for s in self.d.acquired.sockets(path) if s.kind == kind]
+
+    @dbus.service.method(IFACE, in_signature="os", out_signature="a(squ)")
+    def Sockets(self, path, kind):
+        """(device or "", mtu, datagrams) of each open `kind` socket of `path`."""
+        return dbus.Array([dbus.Struct((s.device or "", dbus.UInt16(s.mtu), dbus.UInt32(s.datagrams)))
+                           for s in self._sockets(path, kind)], signature="(squ)")
+
+    @dbus.service.method(IFACE, in_signature="osuu", out_signature="u", **ASYNC)
+    def WaitForSockets(self, path, kind, count, timeout_ms, reply, error):
+        """Waits until `path` has exactly `count` open `kind` sockets."""
+        def ready():
+            n = len(self._sockets(path, kind))
+            return dbus.UInt32(n) if n == count else None
+        _waiter(self.d, self.d.gatt.listeners, timeout_ms, ready, reply, error,
+                "%d %s sockets on %s" % (count, kind, path))
+
+    @dbus.service.method(IFACE, in_signature="oo", out_signature="b")
+    def ConfirmOnSocket(self, path, device):
+        return self.d.acquired.confirm(str(path), str(device))
+
+    @dbus.service.method(IFACE, in_signature="oo", out_signature="b")
+    def CloseWriteSocket(self, path, device):
+        """The central disconnects: bluetoothd closes its write socket."""
+        return self.d.acquired.close_write(str(path), str(device))
+
+    @dbus.service.method(IFACE, in_signature="o", out_signature="as")
+    def NotificationPaths(self, path):
+        """How each notification of `path` arrived: "signal" or "socket"."""
+        return dbus.Array([n.via for n in self.d.gatt.notifications.get(str(path), [])], signature="s")
+
     def _values(self, path):
         return dbus.Array([dbus.ByteArray(n.value) for n in self.d.gatt.notifications.get(str(path), [])],
                           signature="ay")

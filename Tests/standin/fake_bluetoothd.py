@@ -27,6 +27,7 @@ import dbus.service              # noqa: E402
 from gi.repository import GLib   # noqa: E402
 
 import bluez_objects             # noqa: E402
+from acquired import Acquired            # noqa: E402
 from adv_manager import AdvertManager    # noqa: E402
 from central import Central               # noqa: E402
 from control import ControlObject         # noqa: E402
@@ -51,6 +52,7 @@ class Daemon:
         self.devices = {}          # object path -> DeviceObject
         self.gatt = GattManager(self)
         self.adverts = AdvertManager(self)
+        self.acquired = Acquired(self)
         self.central = Central(self)
         self.control = ControlObject(bus, self)
         for name in adapter_names:

@@ -55,6 +55,10 @@ class Attribute:
              "flags": dbus.Array(self.flags, signature="s"),
              "parent": dbus.ObjectPath(self.parent or "/"),
              "handle": dbus.UInt16(self.handle)}
+        if self.kind == "characteristic":
+            # what bluetoothd keys the socket paths on: the properties' presence
+            d["acquire"] = dbus.Array([name for name in ("NotifyAcquired", "WriteAcquired") if name in self.props],
+                                      signature="s")
         if self.kind == "service":
             d["primary"] = dbus.Boolean(self.primary)
             d["includes"] = dbus.Array([dbus.ObjectPath(p) for p in self.includes], signature="o")

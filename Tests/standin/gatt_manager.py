@@ -25,12 +25,14 @@ def now_us():
 
 
 class Notification:
-    """A Value seen in PropertiesChanged on a registered characteristic."""
+    """A Value seen in PropertiesChanged on a registered characteristic, or read from its
+    AcquireNotify socket."""
 
-    def __init__(self, value, t_us, subscribers):
+    def __init__(self, value, t_us, subscribers, via="signal"):
         self.value = value
         self.t_us = t_us
         self.subscribers = subscribers
+        self.via = via                  # "signal" (PropertiesChanged) or "socket" (AcquireNotify)
 
 
 class GattManager:
@@ -137,8 +139,10 @@ class GattManager:
         allocator = self.allocators.get(app.adapter)
         for svc in list(app.services):
             app.remove_service(svc.path, allocator)
-        for attr_path in [a.path for a in app.attributes()]:
+        paths = [a.path for a in app.attributes()]
+        for attr_path in paths:
             self.subscribers.pop(attr_path, None)
+        self.daemon.acquired.drop_app(set(paths))
         self.daemon.log("application %s %s dropped (%s)" % (app.owner, app.path, why))
         for listener in list(self.listeners):
             listener("dropped", app)

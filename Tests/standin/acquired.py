@@ -1,0 +1,241 @@
+# SPDX-License-Identifier: MIT
+"""AcquireNotify / AcquireWrite as bluetoothd does them (gatt-database.c, docs/bluez-contract.md
+"Sockets").
+
+A characteristic whose object has the property NotifyAcquired gets AcquireNotify instead
+of StartNotify, and one with WriteAcquired gets AcquireWrite on the first write instead of
+WriteValue. Two modes:
+
+- "shared" (5.48-5.68, Debian 12's 5.66, the default): one socket per characteristic.
+  AcquireNotify only for the first subscriber; later subscribers just count; the socket
+  is closed when the last one unsubscribes. One write socket per characteristic.
+- "per-device" (5.76 and later, Debian 13's 5.82): one notify socket and one write socket
+  per central; a central's unsubscribe closes its own socket.
+
+What gattd writes to a notify socket is recorded as a notification (like a
+PropertiesChanged Value), with the number of centrals it reaches. Writes go out as
+datagrams and are acknowledged at once, as bluetoothd does. An AcquireNotify error other
+than Failed/NoReply falls back to StartNotify; an AcquireWrite error that maps to 0x0E
+falls back to WriteValue.
+"""
+
+import os
+import socket
+
+import dbus
+from gi.repository import GLib
+
+from gatt_manager import APP_CALL_TIMEOUT_S, Notification, now_us
+
+CHRC = "org.bluez.GattCharacteristic1"
+READ_SIZE = 512          # sock_io_read's buffer
+
+
+def acquire_options(device, mtu):
+    """append_options for an Acquire call: device, link, mtu (no offset)."""
+    return dbus.Dictionary({"device": dbus.ObjectPath(device), "link": dbus.String("LE"),
+                            "mtu": dbus.UInt16(mtu)}, signature="sv")
+
+
+class Socket:
+    """bluetoothd's end of one acquired socket."""
+
+    def __init__(self, fd, path, device, mtu, kind):
+        self.sock = socket.socket(fileno=fd)
+        self.path = path
+        self.device = device          # None for the shared (5.66) socket
+        self.mtu = mtu
+        self.kind = kind              # "notify" or "write"
+        self.watch = None
+        self.datagrams = 0
+
+    def close(self):
+        if self.watch is not None:
+            GLib.source_remove(self.watch)
+            self.watch = None
+        self.sock.close()
+
+
+class Acquired:
+    def __init__(self, daemon):
+        self.daemon = daemon
+        self.bus = daemon.bus
+        self.gatt = daemon.gatt
+        self.mode = "shared"
+        self.notify = {}          # (path, device or None) -> Socket
+        self.write = {}           # (path, device or None) -> Socket
+        self.pending_writes = {}  # (path, device or None) -> [(value, done)]
+        self.calls = []           # (member, path, options dict) of every Acquire call
+        self.errors = {}          # (member, path) -> error name to answer instead (test knob)
+        self.socket_types = []    # SO_TYPE of every socket gattd handed over
+        self.fell_back = set()    # paths whose AcquireNotify failed: StartNotify/StopNotify instead
+
+    # -- bookkeeping -------------------------------------------------------------
+
+    @staticmethod
+    def wants_notify(attr):
+        return attr.kind == "characteristic" and "NotifyAcquired" in attr.props
+
+    @staticmethod
+    def wants_write(attr):
+        return attr.kind == "characteristic" and "WriteAcquired" in attr.props
+
+    def _key(self, path, device):
+        return (str(path), str(device) if self.mode == "per-device" else None)
+
+    def sockets(self, path=None):
+        return [s for s in list(self.notify.values()) + list(self.write.values())
+                if path is None or s.path == str(path)]
+
+    def _take(self, reply, member, path):
+        fd, mtu = reply
+        fd = fd.take()
+        kind = socket.socket(fileno=os.dup(fd)).getsockopt(socket.SOL_SOCKET, socket.SO_TYPE)
+        self.socket_types.append(kind)
+        if kind != socket.SOCK_SEQPACKET:
+            self.daemon.warn("%s on %s returned a socket of type %d, not SOCK_SEQPACKET: "
+                             "datagram boundaries are lost" % (member, path, kind))
+        return fd, int(mtu)
+
+    def _call(self, app, attr, member, device, mtu, on_reply, on_error):
+        opts = acquire_options(device, mtu)
+        self.calls.append((member, attr.path, opts))
+        self.daemon.log("%s %s device=%s mtu=%d" % (member, attr.path, device, mtu))
+        forced = self.errors.get((member, attr.path))
+        if forced:
+            GLib.idle_add(lambda: on_error(dbus.exceptions.DBusException("forced", name=forced)) and False)
+            return
+        self.bus.call_async(app.owner, attr.path, CHRC, member, "a{sv}", (opts,), on_reply, on_error,
+                            timeout=APP_CALL_TIMEOUT_S)
+
+    # -- notifications -------------------------------------------------------------
+
+    def subscribe(self, app, attr, device, mtu, first, fallback):
+        """A central's CCC enable. Returns True when it was handled here."""
+        key = self._key(attr.path, device)
+        if attr.path in self.fell_back:
+            if first:
+                fallback()
+            return True
+        if key in self.notify:
+            return True                 # shared socket: later subscribers only count
+        if self.mode == "shared" and not first:
+            return True                 # the first subscriber's AcquireNotify is under way
+
+        def on_reply(*reply):
+            fd, got_mtu = self._take(reply, "AcquireNotify", attr.path)
+            sock = Socket(fd, attr.path, key[1], got_mtu, "notify")
+            sock.watch = GLib.io_add_watch(fd, GLib.IO_IN | GLib.IO_HUP | GLib.IO_ERR, self._readable, sock)
+            self.notify[key] = sock
+            for listener in list(self.gatt.listeners):
+                listener("acquired", attr.path)
+
+        def on_error(exc):
+            name = exc.get_dbus_name()
+            self.daemon.log("AcquireNotify %s failed: %s" % (attr.path, name))
+            if name not in ("org.freedesktop.DBus.Error.NoReply", "org.bluez.Error.Failed"):
+                self.fell_back.add(attr.path)
+                fallback()
+
+        self._call(app, attr, "AcquireNotify", device, mtu, on_reply, on_error)
+        return True
+
+    def unsubscribe(self, attr, device, last):
+        key = self._key(attr.path, device)
+        if self.mode == "shared" and not last:
+            return
+        sock = self.notify.pop(key, None)
+        if sock is not None:
+            self.daemon.log("notify socket of %s closed (%s)" % (attr.path, "last subscriber left"
+                            if self.mode == "shared" else "%s unsubscribed" % device))
+            sock.close()
+
+    def _readable(self, fd, condition, sock):
+        if condition & GLib.IO_IN:
+            try:
+                data = sock.sock.recv(READ_SIZE)
+            except OSError:
+                data = b""
+            if data:
+                sock.datagrams += 1
+                self._notified(sock, data)
+                return True
+        # gattd closed its end: sock_hup
+        self.daemon.log("%s socket of %s hung up by the app" % (sock.kind, sock.path))
+        table = self.notify if sock.kind == "notify" else self.write
+        for key, value in list(table.items()):
+            if value is sock:
+                del table[key]
+        sock.watch = None
+        sock.sock.close()
+        for listener in list(self.gatt.listeners):
+            listener("hangup", sock.path)
+        return False
+
+    def _notified(self, sock, data):
+        subs = self.gatt.subscribers.get(sock.path, set())
+        reach = 1 if sock.device is not None else len(subs)
+        self.gatt.notifications.setdefault(sock.path, []).append(
+            Notification(bytes(data), now_us(), reach, via="socket"))
+        for listener in list(self.gatt.listeners):
+            listener("notification", sock.path)
+
+    def confirm(self, path, device):
+        """5.80+: a central confirmed an indication; bluetoothd writes 0x01 to its socket."""
+        sock = self.notify.get(self._key(path, device))
+        if sock is None:
+            return False
+        sock.sock.send(b"\x01")
+        return True
+
+    # -- writes ----------------------------------------------------------------------
+
+    def write_value(self, app, attr, value, device, mtu, done, fallback):
+        key = self._key(attr.path, device)
+        sock = self.write.get(key)
+        if sock is not None:
+            self._send(sock, value, done)
+            return
+        queue = self.pending_writes.setdefault(key, [])
+        queue.append((bytes(value), done))
+        if len(queue) > 1:
+            return                     # AcquireWrite under way
+
+        def on_reply(*reply):
+            fd, got_mtu = self._take(reply, "AcquireWrite", attr.path)
+            sock = Socket(fd, attr.path, key[1], got_mtu, "write")
+            sock.watch = GLib.io_add_watch(fd, GLib.IO_HUP | GLib.IO_ERR, self._readable, sock)
+            self.write[key] = sock
+            for value, finish in self.pending_writes.pop(key, []):
+                self._send(sock, value, finish)
+
+        def on_error(exc):
+            name = exc.get_dbus_name()
+            self.daemon.log("AcquireWrite %s failed: %s" % (attr.path, name))
+            for value, finish in self.pending_writes.pop(key, []):
+                fallback(value, finish)
+
+        self._call(app, attr, "AcquireWrite", device, mtu, on_reply, on_error)
+
+    def _send(self, sock, value, done):
+        try:
+            sock.sock.send(bytes(value))
+        except OSError as exc:
+            self.daemon.log("write to the socket of %s failed: %s" % (sock.path, exc))
+            done(0x0E)
+            return
+        sock.datagrams += 1
+        done(0)
+
+    def close_write(self, path, device):
+        sock = self.write.pop(self._key(path, device), None)
+        if sock is not None:
+            sock.close()
+            return True
+        return False
+
+    def drop_app(self, paths):
+        """The app is gone (unregistered, owner left, adapter removed): its sockets close."""
+        for table in (self.notify, self.write):
+            for key in [k for k in table if k[0] in paths]:
+                table.pop(key).close()
