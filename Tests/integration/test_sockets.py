@@ -12,9 +12,9 @@ import subprocess
 import dbus
 import pytest
 
-from conftest import REPO
-from fixtures import path_of, read, write
-from harness import DEVICE, DEVICE2, one_by_uuid
+from conftest import CONFIGS, REPO, Gattd
+from fixtures import path_of, print_on_failure, read, write
+from harness import DEVICE, DEVICE2, PrivateBus, Standin
 
 WAIT_MS = dbus.UInt32(10000)
 CHRC = "org.bluez.GattCharacteristic1"
@@ -232,3 +232,28 @@ def test_bluetoothd_restart_closes_sockets_and_subscribes_again(gattd, standin, 
     assert wait_sockets(standin, stream, "notify", 1) == 1
     manager.SetValue("stream", dbus.ByteArray(b"\x09\x00\x00\x00"))
     assert bytes(standin.call("WaitForNotifications", stream, dbus.UInt32(1), WAIT_MS)[0]) == b"\x09\x00\x00\x00"
+
+
+def test_a_bus_that_cannot_pass_descriptors_falls_back_to_signals(tmp_path, request):
+    """On a TCP bus no descriptor can pass: gattd says so and uses signals and WriteValue."""
+    bus = PrivateBus(tcp=True)
+    assert bus.address.startswith("tcp:")
+    standin = Standin(bus, log_path=str(tmp_path / "standin.log"))
+    g = Gattd(bus, os.path.join(CONFIGS, "sockets.json"), str(tmp_path / "gattd.log"), str(tmp_path / "state"))
+    try:
+        standin.call("WaitForApplication", WAIT_MS)
+        assert g.child.wait_for_line("cannot pass file descriptors", 10)
+        assert all(len(a["acquire"]) == 0 for a in standin.call("Attributes") if a["kind"] == "characteristic")
+        ticker = path_of(standin, TICKER)
+        standin.call("Subscribe", ticker, DEVICE)
+        standin.call("WaitForNotifications", ticker, dbus.UInt32(3), WAIT_MS)
+        assert set(standin.call("NotificationPaths", ticker)) == {"signal"}
+        write(standin, CMD, b"\x42")
+        assert read(standin, CMD) == b"\x42"
+        assert list(standin.call("AcquireCalls")) == []
+        assert g.alive()
+    finally:
+        g.stop()
+        standin.stop()
+        bus.stop()
+        print_on_failure(request, "gattd output", str(tmp_path / "gattd.log"))

@@ -89,14 +89,38 @@ class LineReader:
                 self.changed.wait(remaining)
 
 
-class PrivateBus:
-    """`dbus-daemon --session --nofork --print-address` in its own process group."""
+TCP_BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>tcp:host=127.0.0.1,bind=127.0.0.1,port=0</listen>
+  <auth>ANONYMOUS</auth>
+  <allow_anonymous/>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"""
 
-    def __init__(self):
+
+class PrivateBus:
+    """`dbus-daemon --session --nofork --print-address` in its own process group; with
+    `tcp`, a bus on 127.0.0.1 instead of a Unix socket (it cannot pass file descriptors)."""
+
+    def __init__(self, tcp=False):
+        argv = ["dbus-daemon", "--session", "--nofork", "--print-address"]
+        self.config = None
+        if tcp:
+            import tempfile
+            fd, self.config = tempfile.mkstemp(suffix=".conf")
+            with os.fdopen(fd, "w") as f:
+                f.write(TCP_BUS_CONFIG)
+            argv = ["dbus-daemon", "--config-file=" + self.config, "--nofork", "--print-address"]
         self.proc = subprocess.Popen(
-            ["dbus-daemon", "--session", "--nofork", "--print-address"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
-        line = LineReader(self.proc.stdout).wait_for(lambda l: l.startswith("unix:"), 10)
+            argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+        line = LineReader(self.proc.stdout).wait_for(lambda l: l.startswith(("unix:", "tcp:")), 10)
         if line is None:
             self.stop()
             raise RuntimeError("dbus-daemon did not print its address")
@@ -109,6 +133,9 @@ class PrivateBus:
         if self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(5)
+        if self.config:
+            os.unlink(self.config)
+            self.config = None
 
 
 class Standin:
