@@ -277,7 +277,8 @@ struct AdvertiserTests {
 
     @Test("the configured alias is set on the adapter and the adapter's own name put back at stop")
     func aliasSetAndRestored() throws {
-        let text = BlueZFixture.configurationText.replacing(#"{"version": 1,"#, with: #"{"version": 1, "alias": "gattd-board","#)
+        let text = BlueZFixture.configurationText.replacing(
+            #"{"version": 1,"#, with: #"{"version": 1, "alias": "gattd-board","#)
         let f = try BlueZFixture(configurationText: text)
         let bluez = try f.startBlueZ()
         #expect(f.startRegistered())

@@ -191,23 +191,23 @@ final class FakeAdapter: DBusObject {
         name: "org.bluez.Adapter1",
         properties: [
             DBusProperty("Address", signature: "s"), DBusProperty("Name", signature: "s"),
-            DBusProperty("Alias", signature: "s", access: .readwrite), DBusProperty("Powered", signature: "b"),
+            DBusProperty("Alias", signature: "s", access: .readwrite), DBusProperty("Powered", signature: "b")
         ])
     static let gattManagerInterface = DBusInterface(
         name: "org.bluez.GattManager1",
         methods: [
             DBusMethod("RegisterApplication", inSignature: "oa{sv}"),
-            DBusMethod("UnregisterApplication", inSignature: "o"),
+            DBusMethod("UnregisterApplication", inSignature: "o")
         ])
     static let advertisingManagerInterface = DBusInterface(
         name: "org.bluez.LEAdvertisingManager1",
         methods: [
             DBusMethod("RegisterAdvertisement", inSignature: "oa{sv}"),
-            DBusMethod("UnregisterAdvertisement", inSignature: "o"),
+            DBusMethod("UnregisterAdvertisement", inSignature: "o")
         ],
         properties: [
             DBusProperty("ActiveInstances", signature: "y"), DBusProperty("SupportedInstances", signature: "y"),
-            DBusProperty("SupportedIncludes", signature: "as"),
+            DBusProperty("SupportedIncludes", signature: "as")
         ])
 
     let name: String

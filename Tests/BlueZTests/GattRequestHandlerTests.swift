@@ -38,7 +38,8 @@ private struct Session {
         _ uuid: String, _ member: String, _ arguments: [DBusValue] = [], from caller: BusConnection? = nil,
         interface: String = characteristic
     ) throws -> Result<Message, DBusError> {
-        try #require(call(f, caller ?? bluez.connection, path(uuid, interface), member, arguments, interface: interface))
+        try #require(
+            call(f, caller ?? bluez.connection, path(uuid, interface), member, arguments, interface: interface))
     }
 
     func read(_ uuid: String, _ options: [(String, DBusValue)] = [], interface: String = characteristic) throws
@@ -49,7 +50,9 @@ private struct Session {
         }
     }
 
-    func write(_ uuid: String, _ bytes: [UInt8], _ options: [(String, DBusValue)] = [], from caller: BusConnection? = nil)
+    func write(
+        _ uuid: String, _ bytes: [UInt8], _ options: [(String, DBusValue)] = [], from caller: BusConnection? = nil
+    )
         throws -> Result<Message, DBusError>
     {
         try send(uuid, "WriteValue", [.bytes(bytes), .variantDictionary(options)], from: caller)
@@ -90,7 +93,7 @@ struct GattRequestHandlerTests {
         #expect(try s.read(labelUUID).get() == Array("hello".utf8))
         let options: [(String, DBusValue)] = [
             ("device", .objectPath(objectPath(device))), ("mtu", .uint16(185)), ("offset", .uint16(2)),
-            ("link", .string("LE")),
+            ("link", .string("LE"))
         ]
         #expect(try s.read(labelUUID, options).get() == Array("llo".utf8))
         #expect(s.f.service.mtu.mtu(for: device) == 185)
@@ -111,7 +114,9 @@ struct GattRequestHandlerTests {
     func writes() throws {
         let s = try Session()
         let label = try #require(s.f.attribute("label"))
-        _ = try s.write(labelUUID, Array("abc".utf8), [("device", .objectPath(objectPath(device))), ("mtu", .uint16(64))]).get()
+        _ = try s.write(
+            labelUUID, Array("abc".utf8), [("device", .objectPath(objectPath(device))), ("mtu", .uint16(64))]
+        ).get()
         #expect(label.value == Array("abc".utf8))
         #expect(s.f.service.mtu.mtu(for: device) == 64)
         _ = try s.write(labelUUID, Array("de".utf8), [("offset", .uint16(3))]).get()
@@ -137,7 +142,9 @@ struct GattRequestHandlerTests {
     func strangerRefused() throws {
         let s = try Session()
         let label = try #require(s.f.attribute("label"))
-        #expect(bluezError(try s.send(labelUUID, "ReadValue", [.variantDictionary([])], from: s.stranger)) == "org.bluez.Error.NotAuthorized")
+        #expect(
+            bluezError(try s.send(labelUUID, "ReadValue", [.variantDictionary([])], from: s.stranger))
+                == "org.bluez.Error.NotAuthorized")
         #expect(bluezError(try s.write(labelUUID, [0x41], from: s.stranger)) == "org.bluez.Error.NotAuthorized")
         #expect(label.value == Array("hello".utf8))
         #expect(bluezError(try s.send(levelUUID, "StartNotify", from: s.stranger)) == "org.bluez.Error.NotAuthorized")
@@ -145,7 +152,9 @@ struct GattRequestHandlerTests {
         #expect(bluezError(try s.send(alarmUUID, "Confirm", from: s.stranger)) == "org.bluez.Error.NotAuthorized")
         #expect(s.f.attribute("alarm")?.confirmations == 0)
         #expect(
-            bluezError(try s.send(labelNameUUID, "ReadValue", [.variantDictionary([])], from: s.stranger, interface: descriptor))
+            bluezError(
+                try s.send(
+                    labelNameUUID, "ReadValue", [.variantDictionary([])], from: s.stranger, interface: descriptor))
                 == "org.bluez.Error.NotAuthorized")
     }
 
@@ -154,13 +163,17 @@ struct GattRequestHandlerTests {
         let s = try Session()
         func value(from caller: BusConnection) throws -> DBusValue? {
             let result = try #require(
-                call(s.f, caller, s.path(labelUUID), "GetAll", [.string(characteristic)], interface: "org.freedesktop.DBus.Properties"))
+                call(
+                    s.f, caller, s.path(labelUUID), "GetAll", [.string(characteristic)],
+                    interface: "org.freedesktop.DBus.Properties"))
             return try result.get().arguments().first?.variantDictionaryValue("Value")
         }
         #expect(try value(from: s.bluez.connection)?.asBytes == Array("hello".utf8))
         #expect(try value(from: s.stranger) == nil)
         let uuid = try #require(
-            call(s.f, s.stranger, s.path(labelUUID), "GetAll", [.string(characteristic)], interface: "org.freedesktop.DBus.Properties"))
+            call(
+                s.f, s.stranger, s.path(labelUUID), "GetAll", [.string(characteristic)],
+                interface: "org.freedesktop.DBus.Properties"))
         #expect(try uuid.get().arguments().first?.variantDictionaryValue("UUID") == .string(labelUUID))
     }
 
@@ -184,10 +197,12 @@ struct GattRequestHandlerTests {
     @Test("a NO_REPLY_EXPECTED write (Write Command) is stored and never answered, even when refused")
     func noReplyWrite() throws {
         let s = try Session()
-        let stored = try s.sendWithoutReply(labelUUID, "WriteValue", [.bytes(Array("quiet".utf8)), .variantDictionary([])])
+        let stored = try s.sendWithoutReply(
+            labelUUID, "WriteValue", [.bytes(Array("quiet".utf8)), .variantDictionary([])])
         #expect(stored.strays.isEmpty)
         #expect(try stored.read.get() == Array("quiet".utf8))
-        let refused = try s.sendWithoutReply(labelUUID, "WriteValue", [.bytes(Array("much too long".utf8)), .variantDictionary([])])
+        let refused = try s.sendWithoutReply(
+            labelUUID, "WriteValue", [.bytes(Array("much too long".utf8)), .variantDictionary([])])
         #expect(refused.strays.isEmpty)
         #expect(try refused.read.get() == Array("quiet".utf8))
     }
@@ -209,8 +224,9 @@ struct GattRequestHandlerTests {
         _ = try s.send(levelUUID, "StartNotify").get()
         #expect(level.isNotifying)
         let notifying = try #require(
-            call(s.f, s.bluez.connection, s.path(levelUUID), "Get", [.string(characteristic), .string("Notifying")],
-                 interface: "org.freedesktop.DBus.Properties"))
+            call(
+                s.f, s.bluez.connection, s.path(levelUUID), "Get", [.string(characteristic), .string("Notifying")],
+                interface: "org.freedesktop.DBus.Properties"))
         #expect(try notifying.get().arguments() == [.variant(.bool(true))])
         var done = false
         s.f.service.set(level, to: [42]) { _ in done = true }

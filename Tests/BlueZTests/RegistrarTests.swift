@@ -51,7 +51,10 @@ struct RegistrarTests {
         let bluez = try f.startBlueZ()
         f.start()
         #expect(f.run { f.registrar.state == .registered(adapter: "hci0") })
-        #expect(bluez.calls("RegisterApplication") == [.init(member: "RegisterApplication", adapter: "hci0", object: application)])
+        #expect(
+            bluez.calls("RegisterApplication") == [
+                .init(member: "RegisterApplication", adapter: "hci0", object: application)
+            ])
         #expect(applicationEvents(bluez) == ["RegisterApplication", "read tree"])
         #expect(f.registrarStates == [.discovering, .registering(adapter: "hci0"), .registered(adapter: "hci0")])
         #expect(f.registrar.adapterName == "hci0")
@@ -67,9 +70,11 @@ struct RegistrarTests {
         let order = tree.map(\.path)
         #expect(try #require(order.firstIndex(of: battery.path)) < #require(order.firstIndex(of: settings.path)))
         #expect(battery.interfaces["org.bluez.GattService1"]?["Primary"] == .bool(true))
-        #expect(settings.interfaces["org.bluez.GattService1"]?["Includes"]?.asObjectPathArray == [objectPath(battery.path)])
+        #expect(
+            settings.interfaces["org.bluez.GattService1"]?["Includes"]?.asObjectPathArray == [objectPath(battery.path)])
 
-        let level = try #require(tree.object("org.bluez.GattCharacteristic1", uuid: "00002a19-0000-1000-8000-00805f9b34fb"))
+        let level = try #require(
+            tree.object("org.bluez.GattCharacteristic1", uuid: "00002a19-0000-1000-8000-00805f9b34fb"))
         let levelProperties = try #require(level.interfaces["org.bluez.GattCharacteristic1"])
         #expect(levelProperties["Service"] == .objectPath(objectPath(battery.path)))
         #expect(levelProperties["Flags"]?.asStringArray == ["read", "notify"])
@@ -77,7 +82,8 @@ struct RegistrarTests {
         #expect(levelProperties["Notifying"] == .bool(false))
         #expect(level.path.hasPrefix(battery.path + "/"))
 
-        let label = try #require(tree.object("org.bluez.GattCharacteristic1", uuid: "12345678-1234-5678-1234-56789abcdef1"))
+        let label = try #require(
+            tree.object("org.bluez.GattCharacteristic1", uuid: "12345678-1234-5678-1234-56789abcdef1"))
         let name = try #require(tree.object("org.bluez.GattDescriptor1", uuid: "00002901-0000-1000-8000-00805f9b34fb"))
         #expect(name.interfaces["org.bluez.GattDescriptor1"]?["Characteristic"] == .objectPath(objectPath(label.path)))
         #expect(name.interfaces["org.bluez.GattDescriptor1"]?["Flags"]?.asStringArray == ["read"])
@@ -127,7 +133,9 @@ struct RegistrarTests {
         #expect(second.calls("RegisterApplication").count == 1)
         #expect(f.application.trustedSender == second.uniqueName)
 
-        let path = try #require(second.adapters["hci0"]?.application?.object("org.bluez.GattCharacteristic1", uuid: "00002a19-0000-1000-8000-00805f9b34fb")?.path)
+        let path = try #require(
+            second.adapters["hci0"]?.application?.object(
+                "org.bluez.GattCharacteristic1", uuid: "00002a19-0000-1000-8000-00805f9b34fb")?.path)
         let fromOld = try #require(call(f, first.connection, objectPath(path), "ReadValue", [.variantDictionary([])]))
         #expect(errorName(fromOld) == "org.bluez.Error.NotAuthorized")
         let fromNew = try #require(call(f, second.connection, objectPath(path), "ReadValue", [.variantDictionary([])]))
@@ -258,12 +266,15 @@ struct RegistrarTests {
         #expect(applicationEvents(bluez) == ["RegisterApplication", "read tree"])
         adapter.holdRegistrations = false
         adapter.answerHeldRegistrations()
-        #expect(f.run { bluez.calls("RegisterApplication").count == 2 && f.registrar.state == .registered(adapter: "hci0") })
+        #expect(
+            f.run { bluez.calls("RegisterApplication").count == 2 && f.registrar.state == .registered(adapter: "hci0") }
+        )
         f.settle(bluez.connection)
         #expect(rebuilds == 1)
         #expect(
             applicationEvents(bluez) == [
-                "RegisterApplication", "read tree", "UnregisterApplication", "rebuild", "RegisterApplication", "read tree",
+                "RegisterApplication", "read tree", "UnregisterApplication", "rebuild", "RegisterApplication",
+                "read tree"
             ])
         #expect(adapter.application?.object("org.bluez.GattService1", uuid: extraUUID) != nil)
     }
@@ -282,7 +293,8 @@ struct RegistrarTests {
         #expect(rebuilds == 1)
         #expect(
             applicationEvents(bluez) == [
-                "RegisterApplication", "read tree", "UnregisterApplication", "rebuild", "RegisterApplication", "read tree",
+                "RegisterApplication", "read tree", "UnregisterApplication", "rebuild", "RegisterApplication",
+                "read tree"
             ])
         #expect(adapter.application?.object("org.bluez.GattService1", uuid: extraUUID) != nil)
         #expect(adapter.application?.objects(with: "org.bluez.GattService1").count == 3)
@@ -342,7 +354,10 @@ struct RegistrarTests {
         var stopped = false
         f.registrar.stop { stopped = true }
         #expect(f.run { stopped })
-        #expect(bluez.calls("UnregisterApplication") == [.init(member: "UnregisterApplication", adapter: "hci0", object: application)])
+        #expect(
+            bluez.calls("UnregisterApplication") == [
+                .init(member: "UnregisterApplication", adapter: "hci0", object: application)
+            ])
         #expect(bluez.adapters["hci0"]?.application == nil)
     }
 }
