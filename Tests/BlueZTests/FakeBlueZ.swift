@@ -144,6 +144,11 @@ final class FakeBlueZ {
         return changes
     }
 
+    /// Serves `org.bluez.AgentManager1` at `/org/bluez`; its calls are recorded with adapter "".
+    func addAgentManager() throws {
+        try connection.export(FakeAgentManager(bluez: self), at: "/org/bluez")
+    }
+
     /// Emits `PropertiesChanged(Adapter1, {Powered})` for adapter `name`.
     func setPowered(_ powered: Bool, adapter name: String = "hci0") throws {
         guard let adapter = adapters[name] else { return }
@@ -191,7 +196,9 @@ final class FakeAdapter: DBusObject {
         name: "org.bluez.Adapter1",
         properties: [
             DBusProperty("Address", signature: "s"), DBusProperty("Name", signature: "s"),
-            DBusProperty("Alias", signature: "s", access: .readwrite), DBusProperty("Powered", signature: "b")
+            DBusProperty("Alias", signature: "s", access: .readwrite), DBusProperty("Powered", signature: "b"),
+            DBusProperty("Pairable", signature: "b", access: .readwrite),
+            DBusProperty("PairableTimeout", signature: "u", access: .readwrite)
         ])
     static let gattManagerInterface = DBusInterface(
         name: "org.bluez.GattManager1",
@@ -222,6 +229,10 @@ final class FakeAdapter: DBusObject {
     var alias: String
     /// What `Set(Alias)` wrote, in order.
     var aliasWrites: [String] = []
+    var pairable = false
+    var pairableTimeout: UInt32 = 0
+    /// What `Set(Pairable)` and `Set(PairableTimeout)` wrote, in order.
+    var pairingWrites: [String] = []
 
     /// The registered application's tree by sender, as read at its registration.
     var application: [FakeBlueZ.TreeObject]?
@@ -263,6 +274,8 @@ final class FakeAdapter: DBusObject {
         case "Name": return .string("board-" + self.name)
         case "Alias": return .string(alias)
         case "Powered": return .bool(powered)
+        case "Pairable": return .bool(pairable)
+        case "PairableTimeout": return .uint32(pairableTimeout)
         case "ActiveInstances": return advertisingManagerReady ? .byte(UInt8(activeInstances)) : nil
         case "SupportedInstances":
             return advertisingManagerReady ? .byte(UInt8(supportedInstances - activeInstances)) : nil
@@ -272,9 +285,19 @@ final class FakeAdapter: DBusObject {
     }
 
     func setProperty(_ name: String, interface: String, value: DBusValue) throws(DBusError) {
-        guard name == "Alias", let text = value.asString else { throw .propertyReadOnly("\(name) is read-only") }
-        alias = text
-        aliasWrites.append(text)
+        switch (name, value) {
+        case ("Alias", .string(let text)):
+            alias = text
+            aliasWrites.append(text)
+        case ("Pairable", .bool(let flag)):
+            pairable = flag
+            pairingWrites.append("Pairable=\(flag)")
+        case ("PairableTimeout", .uint32(let seconds)):
+            pairableTimeout = seconds
+            pairingWrites.append("PairableTimeout=\(seconds)")
+        default:
+            throw .propertyReadOnly("\(name) is read-only")
+        }
     }
 
     func handle(_ call: MethodCall) {
@@ -391,3 +414,85 @@ extension [FakeBlueZ.TreeObject] {
 
 /// `text` as an object path; "/" when it is not one (the fake never makes such paths).
 func objectPath(_ text: String) -> ObjectPath { (try? ObjectPath(text)) ?? "/" }
+
+/// `org.bluez.AgentManager1` of `FakeBlueZ`: accepts every agent, notes its capability.
+final class FakeAgentManager: DBusObject {
+    let interfaces = [
+        DBusInterface(
+            name: "org.bluez.AgentManager1",
+            methods: [
+                DBusMethod("RegisterAgent", inSignature: "os"), DBusMethod("UnregisterAgent", inSignature: "o"),
+                DBusMethod("RequestDefaultAgent", inSignature: "o")
+            ])
+    ]
+    unowned let bluez: FakeBlueZ
+
+    init(bluez: FakeBlueZ) { self.bluez = bluez }
+
+    func handle(_ call: MethodCall) {
+        let arguments = (try? call.arguments()) ?? []
+        let member = call.member ?? ""
+        bluez.calls.append(
+            FakeBlueZ.Call(member: member, adapter: "", object: arguments.first?.asObjectPath?.rawValue ?? ""))
+        if member == "RegisterAgent", arguments.count > 1 { bluez.note("capability " + (arguments[1].asString ?? "")) }
+        call.reply()
+    }
+}
+
+/// A central's `org.bluez.Device1` object under an adapter of `FakeBlueZ`.
+final class FakeDevice: DBusObject {
+    let interfaces = [
+        DBusInterface(
+            name: "org.bluez.Device1", methods: [DBusMethod("Disconnect")],
+            properties: [
+                DBusProperty("Address", signature: "s"), DBusProperty("Name", signature: "s"),
+                DBusProperty("Connected", signature: "b"), DBusProperty("Paired", signature: "b"),
+                DBusProperty("Bonded", signature: "b"), DBusProperty("Trusted", signature: "b")
+            ])
+    ]
+    let path: ObjectPath
+    let address: String
+    var name: String?
+    var connected: Bool
+    var paired: Bool
+
+    init(adapter: String, address: String, name: String?, connected: Bool, paired: Bool) {
+        self.address = address
+        self.path = objectPath("/org/bluez/\(adapter)/dev_" + address.replacing(":", with: "_"))
+        self.name = name
+        self.connected = connected
+        self.paired = paired
+    }
+
+    func property(_ name: String, interface: String) -> DBusValue? {
+        switch name {
+        case "Address": return .string(address)
+        case "Name": return self.name.map(DBusValue.string)
+        case "Connected": return .bool(connected)
+        case "Paired", "Bonded": return .bool(paired)
+        case "Trusted": return .bool(false)
+        default: return nil
+        }
+    }
+
+    func handle(_ call: MethodCall) { call.reply() }
+}
+
+extension FakeBlueZ {
+    /// Exports a central's `Device1` under adapter `adapter` (an `InterfacesAdded` at `/`).
+    @discardableResult
+    func addDevice(
+        _ address: String, name: String? = nil, connected: Bool = true, paired: Bool = false, adapter: String = "hci0"
+    ) throws -> FakeDevice {
+        let device = FakeDevice(adapter: adapter, address: address, name: name, connected: connected, paired: paired)
+        try connection.export(device, at: device.path)
+        return device
+    }
+
+    /// Flips `Connected` on `device` and says so with `PropertiesChanged(Device1)`.
+    func setConnected(_ device: FakeDevice, _ connected: Bool) throws {
+        device.connected = connected
+        try connection.emitPropertiesChanged(
+            path: device.path, interface: "org.bluez.Device1", changed: [("Connected", .bool(connected))])
+    }
+}
