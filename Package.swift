@@ -110,7 +110,10 @@ let package = Package(
         ),
         .testTarget(
             name: "BlueZTests",
-            dependencies: ["BlueZ", "BLEModel", "DBusKit", "DaemonCore"],
+            dependencies: [
+                "BlueZ", "BLEModel", "DBusKit", "DaemonCore", "Mainloop", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(

@@ -83,7 +83,7 @@ extension Advertiser {
 
     private func registered(_ slot: Slot) {
         slot.state = .advertising
-        slot.registeredAt = .now
+        slot.registeredAt = clock.now()
         logger.info("advertisement registered", metadata: metadata(slot))
         let ignored = slot.definition.experimentalOnlySettings
         if !ignored.isEmpty && !experimentalFeatures {
@@ -118,7 +118,7 @@ extension Advertiser {
         guard slot.state == .advertising else { return }
         slot.state = .waitingForAdapter
         if let timeout = slot.definition.timeout, timeout > 0, let since = slot.registeredAt,
-            ContinuousClock.now - since >= .seconds(Int(timeout)) - .milliseconds(500)
+            clock.now() - since >= .seconds(Int(timeout)) - .milliseconds(500)
         {
             slot.state = .expired
             logger.info(
@@ -148,11 +148,12 @@ extension Advertiser {
     /// Runs `action` after `delay` unless the adapter changes first.
     func after(_ delay: Duration, _ action: @escaping () -> Void) {
         let attempt = generation
-        timers.removeAll { !$0.isActive }
-        timers.append(
-            loop.timer(after: delay) { [unowned self] in
-                guard attempt == self.generation else { return }
-                action()
-            })
+        timerSequence += 1
+        let key = timerSequence
+        timers[key] = clock.at(clock.now() + delay) { [unowned self] in
+            self.timers[key] = nil
+            guard attempt == self.generation else { return }
+            action()
+        }
     }
 }

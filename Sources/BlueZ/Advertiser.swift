@@ -2,6 +2,7 @@
 
 public import BLEModel
 public import DBusKit
+public import DaemonCore
 public import Logging
 public import Mainloop
 
@@ -47,7 +48,9 @@ public final class Advertiser {
     static let releaseBackoff: Duration = .seconds(1)
 
     let connection: BusConnection
-    let loop: EventLoop
+    /// The release back-off's timers and the clock `Timeout` is measured on: the loop's in
+    /// the daemon, a manual clock in tests.
+    let clock: PacerClock
     let logger: Logger
     let alias: String?
     var slots: [Slot] = []
@@ -60,7 +63,9 @@ public final class Advertiser {
     public var onStateChange: ((String, State) -> Void)?
     var generation = 0
     var adapterSubscriptions: [SignalSubscription] = []
-    var timers: [LoopTimer] = []
+    /// The cancellers of the pending `after` timers, by sequence number.
+    var timers: [Int: () -> Void] = [:]
+    var timerSequence = 0
     /// The adapter's alias before gattd set the configured one ("" for its name), put back
     /// by `stop`; nil when gattd changed nothing.
     var aliasToRestore: String?
@@ -69,10 +74,11 @@ public final class Advertiser {
     var experimentalFeatures = false
 
     public init(
-        configuration: Configuration, connection: BusConnection, loop: EventLoop, logger: Logger
+        configuration: Configuration, connection: BusConnection, loop: EventLoop, logger: Logger,
+        clock: PacerClock? = nil
     ) throws(DBusError) {
         self.connection = connection
-        self.loop = loop
+        self.clock = clock ?? .loop(loop)
         self.logger = logger
         self.alias = configuration.alias
         connection.addObjectManager(at: Self.rootPath)
@@ -136,7 +142,7 @@ public final class Advertiser {
         adapterPath = nil
         for subscription in adapterSubscriptions { subscription.cancel() }
         adapterSubscriptions.removeAll()
-        for timer in timers { timer.cancel() }
+        for cancel in timers.values { cancel() }
         timers.removeAll()
     }
 

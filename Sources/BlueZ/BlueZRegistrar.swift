@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 public import DBusKit
+public import DaemonCore
 public import Logging
 public import Mainloop
 
@@ -36,13 +37,15 @@ public final class BlueZRegistrar {
     private let connection: BusConnection
     private let application: GattApplication
     private let preferredAdapter: String?
-    private let loop: EventLoop
+    /// The retry back-off's timers: the loop's in the daemon, a manual clock in tests.
+    private let clock: PacerClock
     private let logger: Logger
     private var subscriptions: [SignalSubscription] = []
     /// Bumped whenever BlueZ or the adapter changes, so replies to older attempts are ignored.
     private var generation = 0
     private var adapterPath: ObjectPath?
-    private var retryTimer: LoopTimer?
+    /// Cancels the pending retry, if any.
+    private var cancelRetry: (() -> Void)?
     private var retryDelay: Duration = .seconds(1)
     /// The generation of the `RegisterApplication` call awaiting its reply, if any.
     private var registrationInFlight: Int?
@@ -52,12 +55,12 @@ public final class BlueZRegistrar {
 
     public init(
         connection: BusConnection, application: GattApplication, preferredAdapter: String?,
-        loop: EventLoop, logger: Logger
+        loop: EventLoop, logger: Logger, clock: PacerClock? = nil
     ) {
         self.connection = connection
         self.application = application
         self.preferredAdapter = preferredAdapter
-        self.loop = loop
+        self.clock = clock ?? .loop(loop)
         self.logger = logger
     }
 
@@ -115,7 +118,7 @@ public final class BlueZRegistrar {
         generation += 1
         application.trustedSender = owner
         adapterPath = nil
-        retryTimer?.cancel()
+        cancelRetry?()
         runQueuedRebuilds()
         logger.info("org.bluez is on the bus", metadata: ["bluez.owner": "\(owner)"])
         state = .discovering
@@ -127,7 +130,7 @@ public final class BlueZRegistrar {
         generation += 1
         application.trustedSender = nil
         adapterPath = nil
-        retryTimer?.cancel()
+        cancelRetry?()
         logger.warning("org.bluez left the bus; registering again when it returns")
         onAdapterChange?(nil, nil)
         runQueuedRebuilds()
@@ -195,7 +198,7 @@ public final class BlueZRegistrar {
         else { return }
         generation += 1
         adapterPath = nil
-        retryTimer?.cancel()
+        cancelRetry?()
         logger.warning("adapter disappeared; registering again when it returns", metadata: ["bluez.path": "\(path)"])
         onAdapterChange?(nil, nil)
         runQueuedRebuilds()
@@ -252,8 +255,8 @@ public final class BlueZRegistrar {
 
     private func scheduleRetry(_ action: @escaping () -> Void) {
         let attempt = generation
-        retryTimer?.cancel()
-        retryTimer = loop.timer(after: retryDelay) { [unowned self] in
+        cancelRetry?()
+        cancelRetry = clock.at(clock.now() + retryDelay) { [unowned self] in
             guard attempt == self.generation else { return }
             action()
         }
@@ -287,7 +290,7 @@ public final class BlueZRegistrar {
         default: wasRegistered = false
         }
         generation += 1
-        retryTimer?.cancel()
+        cancelRetry?()
         let attempt = generation
         state = .registering(adapter: name)
         guard wasRegistered else {
@@ -323,7 +326,7 @@ public final class BlueZRegistrar {
     /// Unregisters (best effort, bounded) and then calls `completion`.
     public func stop(completion: @escaping () -> Void) {
         generation += 1
-        retryTimer?.cancel()
+        cancelRetry?()
         for subscription in subscriptions { subscription.cancel() }
         subscriptions.removeAll()
         guard case .registered = state, let adapterPath else {

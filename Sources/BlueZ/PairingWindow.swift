@@ -2,6 +2,7 @@
 
 public import BLEModel
 public import DBusKit
+public import DaemonCore
 public import Logging
 public import Mainloop
 
@@ -24,12 +25,13 @@ public final class PairingWindow {
     public var onChange: ((_ open: Bool, _ secondsLeft: Int?) -> Void)?
 
     private let connection: BusConnection
-    private let loop: EventLoop
     private let logger: Logger
-    private let clock = ContinuousClock()
+    /// The window's time and its closing timer: the loop's in the daemon, a manual clock in tests.
+    private let clock: PacerClock
     /// When the window closes (window policy); nil when closed or for always/never.
     private var deadline: ContinuousClock.Instant?
-    private var closeTimer: LoopTimer?
+    /// Cancels the closing timer while the window is open.
+    private var cancelClose: (() -> Void)?
     private var adapterPath: ObjectPath?
     /// `Pairable`, `PairableTimeout` as found on the adapter, once read.
     private var found: (pairable: Bool, timeout: UInt32)?
@@ -39,10 +41,13 @@ public final class PairingWindow {
     private var firstFound: [String: (pairable: Bool, timeout: UInt32)] = [:]
     private var generation = 0
 
-    public init(policy: SecurityDefinition.Pairable, connection: BusConnection, loop: EventLoop, logger: Logger) {
+    public init(
+        policy: SecurityDefinition.Pairable, connection: BusConnection, loop: EventLoop, logger: Logger,
+        clock: PacerClock? = nil
+    ) {
         self.policy = policy
         self.connection = connection
-        self.loop = loop
+        self.clock = clock ?? .loop(loop)
         self.logger = logger
     }
 
@@ -56,14 +61,14 @@ public final class PairingWindow {
         switch policy {
         case .always: true
         case .never: false
-        case .window: deadline.map { clock.now < $0 } ?? false
+        case .window: deadline.map { clock.now() < $0 } ?? false
         }
     }
 
     /// Whole seconds until the window closes (rounded up); nil when closed or unlimited.
     public var secondsLeft: Int? {
         guard case .window = policy, let deadline else { return nil }
-        let left = clock.now.duration(to: deadline)
+        let left = clock.now().duration(to: deadline)
         guard left > .zero else { return nil }
         let (seconds, attoseconds) = left.components
         return Int(seconds) + (attoseconds > 0 ? 1 : 0)
@@ -82,16 +87,17 @@ public final class PairingWindow {
     }
 
     private func open(seconds: Int, reason: String) {
-        deadline = clock.now.advanced(by: .seconds(seconds))
-        closeTimer?.cancel()
-        closeTimer = loop.timer(after: .seconds(seconds)) { [unowned self] in self.close() }
+        let deadline = clock.now().advanced(by: .seconds(seconds))
+        self.deadline = deadline
+        cancelClose?()
+        cancelClose = clock.at(deadline) { [unowned self] in self.close() }
         logger.notice("pairing open", metadata: ["seconds": "\(seconds)", "reason": "\(reason)"])
         apply()
         onChange?(true, seconds)
     }
 
     private func close() {
-        closeTimer = nil
+        cancelClose = nil
         deadline = nil
         logger.notice("pairing closed")
         apply()
@@ -175,8 +181,8 @@ public final class PairingWindow {
     /// `completion`.
     public func stop(completion: @escaping () -> Void) {
         generation += 1
-        closeTimer?.cancel()
-        closeTimer = nil
+        cancelClose?()
+        cancelClose = nil
         guard let adapterPath, let found else { return completion() }
         self.found = nil
         logger.info(

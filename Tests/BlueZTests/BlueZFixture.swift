@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: MIT
+import BLEModel
+import BlueZ
+import DBusKit
+import DaemonCore
+import Logging
+import Mainloop
+import TestSupport
+
+/// gattd's BlueZ side on a private bus, wired as the daemon wires it: the GATT
+/// application, the registrar and the advertiser on one connection, their back-offs on a
+/// `ManualClock`; `FakeBlueZ` instances play bluetoothd on their own connections, on the same loop.
+final class BlueZFixture {
+    static let configurationText = """
+        {"version": 1, "services": [
+          {"id": "battery", "uuid": "180F", "characteristics": [
+            {"id": "level", "uuid": "2A19", "flags": ["read", "notify"], "value": [{"uint8": 87}]}]},
+          {"id": "settings", "uuid": "12345678-1234-5678-1234-56789abcdef0", "includes": ["battery"],
+           "characteristics": [
+            {"id": "label", "uuid": "12345678-1234-5678-1234-56789abcdef1",
+             "flags": ["read", "write", "write-without-response"],
+             "value": {"utf8": "hello"}, "minLength": 1, "maxLength": 8,
+             "descriptors": [{"id": "label-name", "uuid": "2901", "flags": ["read"], "value": {"utf8": "Label"}}]},
+            {"id": "secret", "uuid": "12345678-1234-5678-1234-56789abcdef2", "flags": ["write"],
+             "value": [{"uint8": 1}], "minLength": 1, "maxLength": 4},
+            {"id": "alarm", "uuid": "12345678-1234-5678-1234-56789abcdef3", "flags": ["read", "indicate"],
+             "value": [{"uint8": 0}]}]}],
+         "advertisements": [
+          {"id": "main", "type": "peripheral", "localName": "gattd-test", "serviceUUIDs": ["180F"],
+           "manufacturerData": {"0xFFFF": {"hex": "0102"}}},
+          {"id": "beacon", "type": "broadcast", "manufacturerData": {"0xFFFF": {"hex": "03"}}, "timeout": 10},
+          {"id": "spare", "type": "peripheral", "localName": "off", "enabled": false}]}
+        """
+
+    let bus: PrivateBus
+    let loop: EventLoop
+    let connection: BusConnection
+    let clock = ManualClock()
+    let configuration: Configuration
+    let database: AttributeDatabase
+    let service: RequestService
+    let application: GattApplication
+    let registrar: BlueZRegistrar
+    let advertiser: Advertiser
+    /// Every state the registrar went through, in order.
+    var registrarStates: [BlueZRegistrar.State] = []
+
+    init(configurationText: String = BlueZFixture.configurationText, preferredAdapter: String? = nil) throws {
+        bus = try PrivateBus()
+        loop = try EventLoop()
+        connection = try BusConnection(address: bus.address, loop: loop)
+        configuration = try ConfigurationLoader.parse(Array(configurationText.utf8)).get().configuration
+        database = AttributeDatabase(configuration: configuration)
+        let mtu = MTUTracker()
+        let logger = quietLogger
+        service = RequestService(
+            database: database, persistence: nil,
+            notifier: Notifier(
+                configuration: configuration, database: database, clock: clock.clock, mtu: mtu, logger: logger),
+            writeHooks: nil, mtu: mtu, logger: logger)
+        application = try GattApplication(
+            configuration: configuration, service: service, connection: connection, logger: logger)
+        registrar = BlueZRegistrar(
+            connection: connection, application: application, preferredAdapter: preferredAdapter, loop: loop,
+            logger: logger, clock: clock.clock)
+        advertiser = try Advertiser(
+            configuration: configuration, connection: connection, loop: loop, logger: logger, clock: clock.clock)
+        registrar.onStateChange = { [unowned self] in self.registrarStates.append($0) }
+        registrar.onAdapterChange = { [unowned self] path, owner in
+            if let path, let owner, let objectPath = try? ObjectPath(path) {
+                self.advertiser.adapterAvailable(path: objectPath, owner: owner)
+            } else {
+                self.advertiser.adapterGone()
+            }
+        }
+    }
+
+    /// A bluetoothd that owns `org.bluez`, with the adapters named (GATT and advertising managers).
+    func startBlueZ(adapters: [String] = ["hci0"], supportedInstances: Int = 5) throws -> FakeBlueZ {
+        let bluez = try FakeBlueZ(address: bus.address, loop: loop)
+        for name in adapters { try bluez.addAdapter(name, supportedInstances: supportedInstances) }
+        guard bluez.claimName() else { throw FixtureError(description: "could not own org.bluez") }
+        return bluez
+    }
+
+    /// Another process on the bus (neither gattd nor bluetoothd).
+    func stranger() throws -> BusConnection { try BusConnection(address: bus.address, loop: loop) }
+
+    /// Starts the registrar and waits for its first answer about `org.bluez`.
+    func start() {
+        registrar.start()
+        loop.run(until: { self.registrar.state != .starting }, timeout: .seconds(10))
+    }
+
+    /// Runs the loop until `condition` holds (true) or 10 s pass (false).
+    @discardableResult
+    func run(until condition: () -> Bool) -> Bool {
+        loop.run(until: condition, timeout: .seconds(10))
+    }
+
+    /// Starts gattd against `bluez` and waits until the application is registered and
+    /// every enabled advertisement has its answer.
+    func startRegistered() -> Bool {
+        start()
+        return run { self.registrar.state == .registered(adapter: "hci0") && self.advertiser.isSettled }
+    }
+
+    /// Lets every message already sent on the bus be handled: a round trip from `connection`
+    /// to the bus and to gattd, and gattd's own round trip to the bus.
+    func settle(_ other: BusConnection) {
+        var done = 0
+        other.call(
+            destination: connection.uniqueName, path: "/", interface: "org.freedesktop.DBus.Peer", member: "Ping"
+        ) { _ in done += 1 }
+        connection.call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            member: "GetId"
+        ) { _ in done += 1 }
+        run { done == 2 }
+        var again = false
+        other.call(
+            destination: connection.uniqueName, path: "/", interface: "org.freedesktop.DBus.Peer", member: "Ping"
+        ) { _ in again = true }
+        run { again }
+    }
+
+    func attribute(_ id: String) -> Attribute? { database[id] }
+
+    struct FixtureError: Error, CustomStringConvertible {
+        var description: String
+    }
+}
+
+/// A clock whose time moves only when the test says so; jobs due run in deadline order.
+final class ManualClock {
+    private(set) var now = ContinuousClock.now
+    private var pending: [(at: ContinuousClock.Instant, order: Int, job: () -> Void)] = []
+    private var order = 0
+
+    var clock: PacerClock {
+        PacerClock(
+            now: { [unowned self] in self.now },
+            at: { [unowned self] instant, job in
+                self.order += 1
+                let mine = self.order
+                self.pending.append((instant, mine, job))
+                return { [weak self] in self?.pending.removeAll { $0.order == mine } }
+            })
+    }
+
+    /// Jobs scheduled and neither run nor cancelled.
+    var pendingCount: Int { pending.count }
+
+    /// How long until the earliest pending job is due, if any.
+    var nextDelay: Duration? { pending.map(\.at).min().map { $0 - now } }
+
+    func advance(by duration: Duration) {
+        let target = now + duration
+        while let due = pending.filter({ $0.at <= target }).min(by: { ($0.at, $0.order) < ($1.at, $1.order) }) {
+            pending.removeAll { $0.order == due.order }
+            now = max(now, due.at)
+            due.job()
+        }
+        now = target
+    }
+}
+
+/// A logger that drops everything: the suites assert on what bluetoothd sees, not on log lines.
+let quietLogger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })

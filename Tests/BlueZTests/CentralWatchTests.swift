@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: MIT
+import BlueZ
+import DBusKit
+import TestSupport
+import Testing
+
+private let hci0: ObjectPath = "/org/bluez/hci0"
+
+@Suite("CentralWatch with a stand-in bluetoothd", .serialized, .enabled(if: PrivateBus.isAvailable))
+struct CentralWatchTests {
+    /// A watch on hci0 that has read bluetoothd's objects, and the events it reports.
+    private final class Watched {
+        let f: BlueZFixture
+        let bluez: FakeBlueZ
+        let watch: CentralWatch
+        var events: [CentralWatch.Event] = []
+
+        init(before: (FakeBlueZ) throws -> Void = { _ in }) throws {
+            f = try BlueZFixture()
+            bluez = try f.startBlueZ()
+            try before(bluez)
+            watch = CentralWatch(connection: f.connection, logger: quietLogger)
+            watch.onEvent = { [unowned self] in self.events.append($0) }
+            watch.adapterAvailable(path: hci0)
+            // The watch's GetManagedObjects went after its AddMatch calls: once bluetoothd
+            // has seen gattd's next message, both are in place.
+            f.settle(bluez.connection)
+        }
+    }
+
+    @Test(
+        "a central connecting (new Device1) and disconnecting (Connected false) is reported with its address and name")
+    func connectAndDisconnect() throws {
+        let w = try Watched()
+        let device = try w.bluez.addDevice("AA:BB:CC:DD:EE:01", name: "phone")
+        #expect(w.f.run { w.events.count == 1 })
+        let path = device.path.rawValue
+        #expect(w.events == [.connected(device: path, address: "AA:BB:CC:DD:EE:01", name: "phone")])
+        #expect(w.watch.connectedDevices == [path])
+        try w.bluez.setConnected(device, false)
+        #expect(w.f.run { w.events.count == 2 })
+        #expect(w.events.last == .disconnected(device: path, address: "AA:BB:CC:DD:EE:01", name: "phone"))
+        #expect(w.watch.connectedDevices.isEmpty)
+        try w.bluez.setConnected(device, true)
+        #expect(w.f.run { w.events.count == 3 })
+        #expect(w.events.last == .connected(device: path, address: "AA:BB:CC:DD:EE:01", name: "phone"))
+    }
+
+    @Test("a connected central's Device1 removed counts as a disconnection")
+    func removedDevice() throws {
+        let w = try Watched()
+        let device = try w.bluez.addDevice("AA:BB:CC:DD:EE:02")
+        #expect(w.f.run { w.events.count == 1 })
+        w.bluez.connection.unexport(device.path)
+        #expect(w.f.run { w.events.count == 2 })
+        #expect(
+            w.events.last == .disconnected(device: device.path.rawValue, address: "AA:BB:CC:DD:EE:02", name: nil))
+    }
+
+    @Test("centrals connected before gattd started are known, not announced; the adapter going disconnects them")
+    func knownAtStartAndAdapterGone() throws {
+        let w = try Watched { bluez in
+            try bluez.addDevice("AA:BB:CC:DD:EE:03", name: "bonded", paired: true)
+            try bluez.addDevice("AA:BB:CC:DD:EE:04", connected: false)
+        }
+        #expect(w.events.isEmpty)
+        #expect(w.watch.connectedDevices == ["/org/bluez/hci0/dev_AA_BB_CC_DD_EE_03"])
+        #expect(w.watch.bonds.map(\.address) == ["AA:BB:CC:DD:EE:03"])
+        #expect(w.watch.isBonded("/org/bluez/hci0/dev_AA_BB_CC_DD_EE_03"))
+        #expect(w.watch.device(address: "aa:bb:cc:dd:ee:04") == "/org/bluez/hci0/dev_AA_BB_CC_DD_EE_04")
+        w.watch.adapterGone()
+        #expect(
+            w.events == [
+                .disconnected(
+                    device: "/org/bluez/hci0/dev_AA_BB_CC_DD_EE_03", address: "AA:BB:CC:DD:EE:03", name: "bonded")
+            ])
+        #expect(w.watch.connectedDevices.isEmpty)
+    }
+
+    @Test("Powered changes of the adapter are reported; devices of other adapters and other senders are not")
+    func poweredAndForeignSignals() throws {
+        let w = try Watched()
+        try w.bluez.setPowered(false)
+        #expect(w.f.run { w.events == [.powered(false)] })
+        try w.bluez.addDevice("AA:BB:CC:DD:EE:05", adapter: "hci1")
+        let stranger = try w.f.stranger()
+        try stranger.emitPropertiesChanged(
+            path: "/org/bluez/hci0/dev_AA_BB_CC_DD_EE_06", interface: "org.bluez.Device1",
+            changed: [("Connected", .bool(true))])
+        w.f.settle(stranger)
+        w.f.settle(w.bluez.connection)
+        #expect(w.events == [.powered(false)])
+    }
+}
