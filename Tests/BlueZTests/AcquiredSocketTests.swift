@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: MIT
+import BlueZ
+import DBusKit
+import DaemonCore
+import Glibc
+import TestSupport
+import Testing
+
+private let characteristic = "org.bluez.GattCharacteristic1"
+private let streamUUID = "12345678-1234-5678-1234-56789abc0001"
+private let commandUUID = "12345678-1234-5678-1234-56789abc0002"
+private let plainUUID = "12345678-1234-5678-1234-56789abc0003"
+private let device = "/org/bluez/hci0/dev_00_11_22_33_44_77"
+
+private let socketsConfiguration = """
+    {"version": 1, "services": [
+      {"id": "s", "uuid": "12345678-1234-5678-1234-56789abc0000", "characteristics": [
+        {"id": "stream", "uuid": "12345678-1234-5678-1234-56789abc0001", "flags": ["read", "notify"],
+         "value": {"hex": "00"}, "acquireNotify": true},
+        {"id": "command", "uuid": "12345678-1234-5678-1234-56789abc0002",
+         "flags": ["read", "write-without-response"], "value": {"hex": "00"}, "minLength": 1, "maxLength": 4,
+         "acquireWrite": true},
+        {"id": "plain", "uuid": "12345678-1234-5678-1234-56789abc0003", "flags": ["read", "notify"],
+         "value": {"hex": "00"}}]}]}
+    """
+
+/// gattd registered with the stand-in bluetoothd; the test acquires sockets as bluetoothd does.
+private struct SocketSession {
+    let f: BlueZFixture
+    let bluez: FakeBlueZ
+    let tree: [FakeBlueZ.TreeObject]
+
+    init() throws {
+        f = try BlueZFixture(configurationText: socketsConfiguration)
+        bluez = try f.startBlueZ()
+        guard f.startRegistered() else { throw BlueZFixture.FixtureError(description: "not registered") }
+        tree = try #require(bluez.adapters["hci0"]?.application)
+    }
+
+    func properties(_ uuid: String) throws -> [String: DBusValue] {
+        try #require(tree.object(characteristic, uuid: uuid)?.interfaces[characteristic])
+    }
+
+    /// `member` (AcquireNotify or AcquireWrite) from `caller` (bluetoothd by default): the
+    /// descriptor and MTU of the reply, or its error.
+    func acquire(_ uuid: String, _ member: String, mtu: UInt16 = 185, from caller: BusConnection? = nil) throws
+        -> Result<(Int32, UInt16), DBusError>
+    {
+        let path = objectPath(try #require(tree.object(characteristic, uuid: uuid)).path)
+        let options: [(String, DBusValue)] = [
+            ("device", .objectPath(objectPath(device))), ("link", .string("LE")), ("mtu", .uint16(mtu)),
+        ]
+        let reply = try #require(call(f, caller ?? bluez.connection, path, member, [.variantDictionary(options)]))
+        switch reply {
+        case .success(let message):
+            let arguments = try message.arguments()
+            guard case .unixFD(let fd) = arguments[0], case .uint16(let mtu) = arguments[1] else {
+                return .failure(DBusError.failed("reply \(arguments)"))
+            }
+            return .success((fd, mtu))
+        case .failure(let error):
+            return .failure(error)
+        }
+    }
+
+    /// Runs the loop until `fd` has a datagram (or the deadline), then reads it.
+    func receive(_ fd: Int32) -> [UInt8]? {
+        var buffer = [UInt8](repeating: 0, count: 600)
+        var count = -1
+        _ = f.run {
+            count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            return count >= 0
+        }
+        return count >= 0 ? Array(buffer[..<count]) : nil
+    }
+
+    func send(_ fd: Int32, _ bytes: [UInt8]) {
+        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+    }
+}
+
+private func socketType(_ fd: Int32) -> Int32 {
+    var type: Int32 = 0
+    var length = socklen_t(MemoryLayout<Int32>.size)
+    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &length)
+    return type
+}
+
+@Suite("AcquireNotify / AcquireWrite sockets on a private bus", .serialized, .enabled(if: PrivateBus.isAvailable))
+struct AcquiredSocketTests {
+    @Test("NotifyAcquired and WriteAcquired are exported only where the definition asks")
+    func propertiesOnlyWhereAsked() throws {
+        let s = try SocketSession()
+        #expect(try s.properties(streamUUID)["NotifyAcquired"] == .bool(false))
+        #expect(try s.properties(streamUUID)["WriteAcquired"] == nil)
+        #expect(try s.properties(commandUUID)["WriteAcquired"] == .bool(false))
+        #expect(try s.properties(commandUUID)["NotifyAcquired"] == nil)
+        #expect(try s.properties(plainUUID)["NotifyAcquired"] == nil)
+        #expect(try s.properties(plainUUID)["WriteAcquired"] == nil)
+    }
+
+    @Test("AcquireNotify answers a SOCK_SEQPACKET end and the MTU; a value goes out as one datagram; hang-up unsubscribes")
+    func notifyThroughTheSocket() throws {
+        let s = try SocketSession()
+        let stream = try #require(s.f.attribute("stream"))
+        let (fd, mtu) = try s.acquire(streamUUID, "AcquireNotify", mtu: 247).get()
+        #expect(mtu == 247)
+        #expect(socketType(fd) == Int32(SOCK_SEQPACKET.rawValue))
+        #expect(stream.isNotifying)
+        #expect(s.f.service.mtu.mtu(for: device) == 247)
+
+        var stored = false
+        s.f.service.set(stream, to: [1, 2, 3]) { stored = (try? $0.get()) != nil }
+        #expect(stored)
+        s.f.clock.advance(by: .milliseconds(50))
+        #expect(s.receive(fd) == [1, 2, 3])
+
+        close(fd)
+        #expect(s.f.run { !stream.isNotifying })
+    }
+
+    @Test("each socket of a characteristic gets every notification (one per central from BlueZ 5.69)")
+    func perDeviceSockets() throws {
+        let s = try SocketSession()
+        let stream = try #require(s.f.attribute("stream"))
+        let (first, _) = try s.acquire(streamUUID, "AcquireNotify").get()
+        let (second, _) = try s.acquire(streamUUID, "AcquireNotify").get()
+        defer { close(second) }
+        s.f.service.set(stream, to: [7]) { _ in }
+        s.f.clock.advance(by: .milliseconds(50))
+        #expect(s.receive(first) == [7])
+        #expect(s.receive(second) == [7])
+        close(first)
+        s.f.settle(s.bluez.connection)
+        #expect(stream.isNotifying, "one central is still subscribed")
+    }
+
+    @Test("AcquireWrite: datagrams are writes through the pipeline; one too long is dropped")
+    func writesThroughTheSocket() throws {
+        let s = try SocketSession()
+        let command = try #require(s.f.attribute("command"))
+        let (fd, _) = try s.acquire(commandUUID, "AcquireWrite").get()
+        defer { close(fd) }
+        s.send(fd, [0x0A])
+        #expect(s.f.run { command.value == [0x0A] })
+        s.send(fd, [1, 2, 3, 4, 5])  // maxLength 4
+        s.send(fd, [0x0B, 0x0C])
+        #expect(s.f.run { command.value == [0x0B, 0x0C] })
+    }
+
+    @Test("only the org.bluez owner may acquire; a characteristic that did not opt in has no such method")
+    func strangersRefused() throws {
+        let s = try SocketSession()
+        let stranger = try s.f.stranger()
+        for (uuid, member) in [(streamUUID, "AcquireNotify"), (commandUUID, "AcquireWrite")] {
+            guard case .failure(let error) = try s.acquire(uuid, member, from: stranger) else {
+                Issue.record("\(member) from a stranger succeeded")
+                continue
+            }
+            #expect(error.name == "org.bluez.Error.NotAuthorized")
+        }
+        #expect(s.f.attribute("stream")?.isNotifying == false)
+        guard case .failure(let error) = try s.acquire(plainUUID, "AcquireNotify") else {
+            Issue.record("AcquireNotify on a characteristic without acquireNotify succeeded")
+            return
+        }
+        #expect(error.name == "org.freedesktop.DBus.Error.UnknownMethod")
+    }
+}
