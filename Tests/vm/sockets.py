@@ -1,0 +1,118 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""sockets.py: the socket path (issue 14) as a real central sees it, run by
+scenarios/gattd-sockets.sh with configs/sockets.json:
+
+  1. subscribed to `stream` (acquireNotify), the central receives a counter as
+     notifications that bluetoothd read from gattd's socket: gattd logs the socket
+     subscription, values only increase; unsubscribing closes the socket;
+  2. the same counter on `signals` (D-Bus signals) for the same time: both rates and
+     gattd's CPU per 1,000 notifications are printed, side by side;
+  3. write commands to `cmd` (acquireWrite) arrive through gattd's write socket and read
+     back in order; a 9-byte value (maxLength 8) is acknowledged by bluetoothd but
+     dropped by gattd, which logs it, and the value stays.
+
+usage: sockets.py --gattd-log FILE --gattd-pid PID [--adapter hci1] [--peer ADDR] [--seconds 5]
+"""
+import argparse
+import os
+import re
+import struct
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bluezcentral import Central, CheckFailed, full_uuid, run, step  # noqa: E402
+
+SERVICE = '12345678-1234-5678-1234-56789abcd000'
+STREAM = '12345678-1234-5678-1234-56789abcd001'
+SIGNALS = '12345678-1234-5678-1234-56789abcd002'
+CMD = '12345678-1234-5678-1234-56789abcd003'
+
+
+def cpu_seconds(pid):
+    """utime + stime of gattd, in seconds."""
+    with open('/proc/%d/stat' % pid) as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def plan(args):
+    central = Central(args.adapter, timeout=30)
+    central.power_on()
+    central.forget(args.peer)
+
+    def log_has(pattern):
+        with open(args.gattd_log, errors='replace') as f:
+            return re.search(pattern, f.read(), re.M) is not None
+
+    def wait_log(pattern, what):
+        central.pump_until(lambda: log_has(pattern), 30, what)
+
+    def ours(dev):
+        return str(dev.get('Address', '')).upper() == args.peer.upper()
+    path, _ = central.discover(ours, what='gattd-sock')
+    central.connect(path)
+    chrcs = central.gatt_tree(path).get(full_uuid(SERVICE), {}).get('chrcs', {})
+    stream, signals, cmd = (chrcs.get(full_uuid(u), {}).get('path') for u in (STREAM, SIGNALS, CMD))
+    if not (stream and signals and cmd):
+        raise CheckFailed('service %s lacks stream, signals or cmd: %s' % (SERVICE, sorted(chrcs)))
+    step('connected; stream, signals and cmd found')
+
+    rates = {}
+    for name, chrc, pattern in (('socket', stream, r'subscribed .*gatt\.id=stream.*path=socket'),
+                                ('signal', signals, r'subscribed .*gatt\.id=signals')):
+        central.subscribe(chrc)
+        if name == 'socket':
+            wait_log(pattern, 'gattd to log the socket subscription (AcquireNotify)')
+            step('subscribed to stream: bluetoothd acquired a notify socket (gattd: "subscribed ... path=socket")')
+        central.wait_notifications(chrc, 1, what='the first notification of %s' % name)
+        before, cpu0, t0 = len(central.notifications[chrc]), cpu_seconds(args.gattd_pid), time.monotonic()
+        central.pump_until(lambda: time.monotonic() - t0 >= args.seconds, args.seconds + 5, 'the measurement')
+        got, cpu, secs = (len(central.notifications[chrc]) - before, cpu_seconds(args.gattd_pid) - cpu0,
+                          time.monotonic() - t0)
+        values = [struct.unpack('<I', v)[0] for v in central.notifications[chrc]]
+        if any(b <= a for a, b in zip(values, values[1:])):
+            raise CheckFailed('%s: counter values out of order: %s' % (name, values[:20]))
+        if got < 50:
+            raise CheckFailed('%s: only %d notifications in %.1f s' % (name, got, secs))
+        rates[name] = (got / secs, 1000 * cpu / got)
+        step('%s path: %d notifications in %.1f s = %.0f/s at the central, gattd CPU %.3f s per 1,000'
+             % (name, got, secs, got / secs, 1000 * cpu / got))
+        central.unsubscribe(chrc)
+        if name == 'socket':
+            wait_log(r'unsubscribed .*gatt\.id=stream.*path=socket', 'gattd to see the notify socket closed')
+            step('unsubscribed: bluetoothd closed the socket, gattd saw it ("unsubscribed ... path=socket")')
+    print('RATES socket %.0f/s %.3f cpu-s/1k signal %.0f/s %.3f cpu-s/1k'
+          % (rates['socket'] + rates['signal']), flush=True)
+
+    for n in range(1, 21):
+        central.write(cmd, bytes([n]), write_type='command')
+    wait_log(r'write socket acquired .*gatt\.id=cmd', 'gattd to log the write socket (AcquireWrite)')
+    value = central.read(cmd)
+    if value != bytes([20]):
+        raise CheckFailed('after 20 write commands cmd reads %r, expected 0x14' % value)
+    step('20 write commands through gattd\'s write socket; cmd reads back 0x14')
+    central.write(cmd, b'\xee' * 9, write_type='command')
+    wait_log(r'write from the socket dropped .*gatt\.id=cmd', 'gattd to log the dropped 9-byte write')
+    value = central.read(cmd)
+    if value != bytes([20]):
+        raise CheckFailed('after a 9-byte write (maxLength 8) cmd reads %r, expected 0x14 kept' % value)
+    step('a 9-byte write was acknowledged by bluetoothd, dropped and logged by gattd; cmd still 0x14')
+    central.disconnect(path)
+    step('disconnected')
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--adapter', default='hci1')
+    parser.add_argument('--peer', default='00:AA:01:00:00:00')
+    parser.add_argument('--gattd-log', required=True)
+    parser.add_argument('--gattd-pid', type=int, required=True)
+    parser.add_argument('--seconds', type=float, default=5.0)
+    args = parser.parse_args()
+    run(lambda: plan(args))
+
+
+if __name__ == '__main__':
+    main()
