@@ -192,16 +192,23 @@ final class AcquiredSockets {
     }
 
     private func closeNotify(_ attribute: Attribute, _ socket: Socket, why: String) {
-        guard var sockets = notifySockets[attribute.id], let index = sockets.firstIndex(where: { $0 === socket }) else {
-            return
-        }
-        sockets.remove(at: index)
-        notifySockets[attribute.id] = sockets.isEmpty ? nil : sockets
-        socket.close()
+        guard let left = Self.remove(socket, of: attribute, from: &notifySockets) else { return }
         logger.info(
             "unsubscribed",
             metadata: ["gatt.id": "\(attribute.id)", "path": "socket", "device": "\(socket.device ?? "")", "reason": "\(why)"])
-        if sockets.isEmpty { _ = service.setNotifying(attribute, false) }
+        if left == 0 { _ = service.setNotifying(attribute, false) }
+    }
+
+    /// Takes `socket` out of `table` and closes it; how many sockets `attribute` has left,
+    /// nil when `socket` was not in the table (closed already).
+    private static func remove(_ socket: Socket, of attribute: Attribute, from table: inout [String: [Socket]]) -> Int? {
+        guard var sockets = table[attribute.id], let index = sockets.firstIndex(where: { $0 === socket }) else {
+            return nil
+        }
+        sockets.remove(at: index)
+        table[attribute.id] = sockets.isEmpty ? nil : sockets
+        socket.close()
+        return sockets.count
     }
 
     /// `attribute` stopped notifying for another reason (bluetoothd or the adapter went
@@ -251,12 +258,7 @@ final class AcquiredSockets {
     }
 
     private func closeWrite(_ attribute: Attribute, _ socket: Socket, why: String) {
-        guard var sockets = writeSockets[attribute.id], let index = sockets.firstIndex(where: { $0 === socket }) else {
-            return
-        }
-        sockets.remove(at: index)
-        writeSockets[attribute.id] = sockets.isEmpty ? nil : sockets
-        socket.close()
+        guard Self.remove(socket, of: attribute, from: &writeSockets) != nil else { return }
         logger.info(
             "write socket closed", metadata: ["gatt.id": "\(attribute.id)", "device": "\(socket.device ?? "")", "reason": "\(why)"])
     }
