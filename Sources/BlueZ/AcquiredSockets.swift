@@ -142,7 +142,8 @@ final class AcquiredSockets {
     /// Writes `value` as one datagram to each notify socket of `attribute`; nil when it has
     /// none (the caller uses the signal path). False when no socket took it.
     func send(_ attribute: Attribute, value: [UInt8]) -> Bool? {
-        guard let sockets = notifySockets[attribute.id], !sockets.isEmpty else { return nil }
+        // The signal path pays one emptiness check, not a lookup, when no socket is open.
+        guard !notifySockets.isEmpty, let sockets = notifySockets[attribute.id], !sockets.isEmpty else { return nil }
         var delivered = false
         for socket in sockets {
             let result = value.withUnsafeBytes { SeqPacketSocket.send(socket.fd, $0) }
