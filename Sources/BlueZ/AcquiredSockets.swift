@@ -39,6 +39,9 @@ final class AcquiredSockets {
         let device: String?
         let mtu: Int
         var watch: IOWatch?
+        /// Notifications dropped in a row because the socket was full (logged once, at the
+        /// first and when it drains).
+        var dropped = 0
 
         init(fd: Int32, device: String?, mtu: Int) {
             self.fd = fd
@@ -150,10 +153,19 @@ final class AcquiredSockets {
             switch result {
             case .sent:
                 delivered = true
+                if socket.dropped > 0 {
+                    logger.info(
+                        "notifications flow again on the socket",
+                        metadata: ["gatt.id": "\(attribute.id)", "device": "\(socket.device ?? "")", "dropped": "\(socket.dropped)"])
+                    socket.dropped = 0
+                }
             case .wouldBlock:
-                logger.warning(
-                    "notification dropped: bluetoothd is not reading its socket",
-                    metadata: ["gatt.id": "\(attribute.id)", "device": "\(socket.device ?? "")"])
+                if socket.dropped == 0 {
+                    logger.warning(
+                        "notification dropped: bluetoothd is not reading its socket",
+                        metadata: ["gatt.id": "\(attribute.id)", "device": "\(socket.device ?? "")"])
+                }
+                socket.dropped += 1
             case .closed:
                 closeNotify(attribute, socket, why: "closed by bluetoothd")
             case .failed(let error):
