@@ -30,6 +30,14 @@
  *            like gattd): loadgen itself changes the value while the phase
  *            runs, calling org.gattd.Manager1.SetValue(ID, 4-byte LE sequence
  *            number) on org.gattd /org/gattd with 16 calls outstanding
+ *   notifysock  AcquireNotify (options mtu, link, device, as bluetoothd passes
+ *            them) on the notifying characteristic instead of StartNotify, then
+ *            each datagram read from the returned SOCK_SEQPACKET socket counts as
+ *            one notification, exactly as `notify` counts signals (same window,
+ *            gaps, intervals, CPU, --feed); closing the socket unsubscribes
+ *   writesock  AcquireWrite on the read/write characteristic, then --calls
+ *            4-byte datagrams on the returned socket, closed by ReadValue
+ *            read-backs until the last value is returned (see phase_writesock)
  *   rss      VmHWM of the contender (and, with --smaps FILE, a copy of its
  *            /proc/<pid>/smaps for finding where the memory is)
  * Each measured phase reports cpu_s_per_10k: contender CPU over the phase
@@ -89,6 +97,11 @@ static uint32_t adapter_disc_timeout = 180, adapter_pair_timeout;
 static int fatal_exit, stopping;
 static pid_t handler_pid = -1;
 static void pump(uint64_t deadline);
+/* One more descriptor pump() waits on (the AcquireNotify/AcquireWrite socket), and what to
+ * call when poll reports it. */
+static int extra_fd = -1;
+static short extra_events;
+static void (*extra_ready)(short revents);
 
 static uint64_t now_ns(void)
 {
@@ -289,12 +302,16 @@ static void pump(uint64_t deadline)
         if (bms < ms)
             ms = bms < 0 ? 0 : bms;
     }
-    struct pollfd p[2] = {{sd_bus_get_fd(bus), (short)sd_bus_get_events(bus), 0}, {notify_fd, POLLIN, 0}};
-    r = poll(p, notify_fd >= 0 ? 2 : 1, (int)ms);
+    /* poll ignores a negative fd: extra_fd is -1 unless a socket phase runs */
+    struct pollfd p[3] = {{sd_bus_get_fd(bus), (short)sd_bus_get_events(bus), 0}, {notify_fd, POLLIN, 0},
+                          {extra_fd, extra_events, 0}};
+    r = poll(p, 3, (int)ms);
     if (r == 0 && child > 0)
         check_child();
     if (notify_fd >= 0 && (p[1].revents & POLLIN))
         read_notify_socket();
+    if (extra_fd >= 0 && p[2].revents)
+        extra_ready(p[2].revents);
 }
 
 static int run_until(int *done, double secs)
@@ -726,6 +743,33 @@ static struct {
     long cap;
 } ntf;
 
+/* One notification carrying `value` (a 4-byte LE sequence number) arrived now. */
+static void ntf_record(const uint8_t *v, size_t size)
+{
+    uint32_t seq = 0;
+    for (size_t i = 0; i < size && i < 4; i++)
+        seq |= (uint32_t)v[i] << (8 * i);
+    uint64_t t = now_ns();
+    if (!ntf.counting) {
+        ntf.drained++;
+        return;
+    }
+    if (!ntf.first)
+        ntf.first = t;
+    ntf.last = t;
+    if (ntf.count < ntf.cap)
+        ntf.arrivals[ntf.count] = t;
+    ntf.count++;
+    if (ntf.have_prev) {
+        if (seq > ntf.prev + 1)
+            ntf.gaps += seq - ntf.prev - 1;
+        else if (seq <= ntf.prev)
+            ntf.reorders++;
+    }
+    ntf.prev = seq;
+    ntf.have_prev = 1;
+}
+
 static int on_signal(sd_bus_message *m, void *ud, sd_bus_error *e)
 {
     (void)ud, (void)e;
@@ -751,28 +795,7 @@ static int on_signal(sd_bus_message *m, void *ud, sd_bus_error *e)
         if (sd_bus_message_enter_container(m, 'v', "ay") <= 0 ||
             sd_bus_message_read_array(m, 'y', (const void **)&v, &size) < 0)
             return 0;
-        uint32_t seq = 0;
-        for (size_t i = 0; i < size && i < 4; i++)
-            seq |= (uint32_t)v[i] << (8 * i);
-        uint64_t t = now_ns();
-        if (!ntf.counting) {
-            ntf.drained++;
-            return 0;
-        }
-        if (!ntf.first)
-            ntf.first = t;
-        ntf.last = t;
-        if (ntf.count < ntf.cap)
-            ntf.arrivals[ntf.count] = t;
-        ntf.count++;
-        if (ntf.have_prev) {
-            if (seq > ntf.prev + 1)
-                ntf.gaps += seq - ntf.prev - 1;
-            else if (seq <= ntf.prev)
-                ntf.reorders++;
-        }
-        ntf.prev = seq;
-        ntf.have_prev = 1;
+        ntf_record(v, size);
         return 0;
     }
     return 0;
@@ -834,6 +857,27 @@ static void feed_send(void)
     feed.sent++;
 }
 
+/* " status=ok n=... rate=... gaps=..." and the contender's CPU for the notifications
+ * counted since count0 (first at t0, last at t1). */
+static void print_ntf_stats(long count0, long gaps0, uint64_t t0, uint64_t t1, struct cpu_mark c0,
+                            struct cpu_mark c1)
+{
+    long n = ntf.count - count0;
+    double dt = (double)(t1 - t0) / 1e9;
+    /* inter-arrival intervals over the measured window */
+    long k = (ntf.count < ntf.cap ? ntf.count : ntf.cap) - count0;
+    uint64_t *gap_ns = calloc((size_t)(k > 1 ? k : 1), sizeof(uint64_t));
+    for (long i = 1; i < k; i++)
+        gap_ns[i - 1] = ntf.arrivals[count0 + i] - ntf.arrivals[count0 + i - 1];
+    qsort(gap_ns, (size_t)(k > 1 ? k - 1 : 0), sizeof(uint64_t), cmp_u64);
+    printf(" status=ok n=%ld secs=%.4f rate=%.0f gaps=%ld reorders=%ld", n, dt, dt > 0 ? (double)n / dt : 0.0,
+           ntf.gaps - gaps0, ntf.reorders);
+    if (k > 2)
+        printf(" interval_p50_us=%.1f interval_p99_us=%.1f", pct_us(gap_ns, k - 1, 0.5), pct_us(gap_ns, k - 1, 0.99));
+    print_cpu(c0, c1, n);
+    free(gap_ns);
+}
+
 static void phase_notify(const char *mode, double secs, long max_count)
 {
     memset(&ntf, 0, sizeof ntf);
@@ -872,19 +916,7 @@ static void phase_notify(const char *mode, double secs, long max_count)
     uint64_t t1 = ntf.last;
     struct cpu_mark c1 = cpu_now();
     send_noreply("StopNotify");
-    long n = ntf.count - count0;
-    double dt = (double)(t1 - t0) / 1e9;
-    /* inter-arrival intervals over the measured window */
-    long k = (ntf.count < ntf.cap ? ntf.count : ntf.cap) - count0;
-    uint64_t *gap_ns = calloc((size_t)(k > 1 ? k : 1), sizeof(uint64_t));
-    for (long i = 1; i < k; i++)
-        gap_ns[i - 1] = ntf.arrivals[count0 + i] - ntf.arrivals[count0 + i - 1];
-    qsort(gap_ns, (size_t)(k > 1 ? k - 1 : 0), sizeof(uint64_t), cmp_u64);
-    printf(" status=ok n=%ld secs=%.4f rate=%.0f gaps=%ld reorders=%ld", n, dt, dt > 0 ? (double)n / dt : 0.0,
-           ntf.gaps - gaps0, ntf.reorders);
-    if (k > 2)
-        printf(" interval_p50_us=%.1f interval_p99_us=%.1f", pct_us(gap_ns, k - 1, 0.5), pct_us(gap_ns, k - 1, 0.99));
-    print_cpu(c0, c1, n);
+    print_ntf_stats(count0, gaps0, t0, t1, c0, c1);
     /* drain what is still queued so the next phase starts clean */
     uint64_t quiet = now_ns() + 300000000ULL;
     while (!fatal_exit && now_ns() < quiet)
@@ -894,8 +926,288 @@ static void phase_notify(const char *mode, double secs, long max_count)
         printf(" feed_sent=%ld feed_failed=%ld", feed.sent, feed.failed);
     printf("\n");
     ntf.active = 0;
-    free(gap_ns);
     free(ntf.arrivals);
+    fflush(stdout);
+}
+
+/* ---- AcquireNotify / AcquireWrite sockets --------------------------------- */
+
+/* bluetoothd's alternative to signals and WriteValue: the application hands it one end of
+ * a SOCK_SEQPACKET socket; each notification (or each written value) is one datagram. */
+static struct {
+    int done, fd;
+    uint16_t mtu;
+    char error[256];
+} acq;
+
+static int on_acquire_reply(sd_bus_message *m, void *ud, sd_bus_error *e)
+{
+    (void)ud, (void)e;
+    acq.done = 1;
+    if (sd_bus_message_is_method_error(m, NULL)) {
+        snprintf(acq.error, sizeof acq.error, "%s", sd_bus_message_get_error(m)->name);
+        return 0;
+    }
+    int fd;
+    uint16_t mtu;
+    if (sd_bus_message_read(m, "hq", &fd, &mtu) < 0) {
+        snprintf(acq.error, sizeof acq.error, "reply-not-hq");
+        return 0;
+    }
+    acq.fd = fcntl(fd, F_DUPFD_CLOEXEC, 3); /* the message owns fd */
+    acq.mtu = mtu;
+    if (acq.fd < 0)
+        snprintf(acq.error, sizeof acq.error, "dup-%s", strerror(errno));
+    return 0;
+}
+
+/* Calls `method` (AcquireNotify or AcquireWrite) on `path` with bluetoothd's options;
+ * returns the socket, non-blocking, or -1 with acq.error set. */
+static int acquire(const char *path, const char *method)
+{
+    memset(&acq, 0, sizeof acq);
+    acq.fd = -1;
+    sd_bus_message *m = NULL;
+    int r = sd_bus_message_new_method_call(bus, &m, app_sender, path, CHR_IFACE, method);
+    if (r < 0)
+        die("new call", r);
+    if ((r = append_options(m)) < 0)
+        die("append", r);
+    r = sd_bus_call_async(bus, NULL, m, on_acquire_reply, NULL, CALL_TIMEOUT_US);
+    sd_bus_message_unref(m);
+    if (r < 0)
+        die("call", r);
+    if (!run_until(&acq.done, 15.0)) {
+        snprintf(acq.error, sizeof acq.error, "timeout");
+        return -1;
+    }
+    if (acq.fd >= 0 && fcntl(acq.fd, F_SETFL, fcntl(acq.fd, F_GETFL) | O_NONBLOCK) < 0)
+        die("fcntl", errno);
+    return acq.fd;
+}
+
+static int sock_closed; /* the contender closed its end */
+
+/* notifysock: every datagram queued on the socket is one notification */
+static void read_notify_datagrams(short revents)
+{
+    (void)revents;
+    uint8_t buf[1024];
+    for (;;) {
+        ssize_t n = recv(extra_fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (n > 0) {
+            ntf_record(buf, (size_t)n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+            sock_closed = 1; /* end of stream (or an error): stop polling it */
+            extra_fd = -1;
+        }
+        return;
+    }
+}
+
+static void feed_start(void)
+{
+    if (!feed.id)
+        return;
+    feed.active = 1;
+    feed.next = 1;
+    feed.sent = feed.failed = 0;
+    while (feed.outstanding < 16)
+        feed_send();
+}
+
+/* AcquireNotify on the notifying characteristic, then datagrams counted for `secs` from
+ * the first one exactly as `notify` counts signals; closing the socket unsubscribes. */
+static void phase_notifysock(const char *mode, double secs, long max_count)
+{
+    printf("BENCH contender=%s phase=notifysock mode=%s", label, mode);
+    int fd = acquire(seq_path, "AcquireNotify");
+    if (fd < 0) {
+        printf(" status=acquire-failed error=%s\n", acq.error);
+        fflush(stdout);
+        return;
+    }
+    memset(&ntf, 0, sizeof ntf);
+    ntf.cap = 4000000;
+    ntf.arrivals = calloc((size_t)ntf.cap, sizeof(uint64_t));
+    ntf.active = ntf.counting = 1;
+    sock_closed = 0;
+    extra_fd = fd;
+    extra_events = POLLIN;
+    extra_ready = read_notify_datagrams;
+    feed_start();
+    uint64_t deadline = now_ns() + 5000000000ULL;
+    while (!ntf.count && !sock_closed && !fatal_exit && now_ns() < deadline)
+        pump(deadline);
+    if (!ntf.count) {
+        printf(" status=none mtu=%u closed_by_contender=%d\n", acq.mtu, sock_closed);
+    } else {
+        struct cpu_mark c0 = cpu_now();
+        long count0 = ntf.count, gaps0 = ntf.gaps;
+        uint64_t t0 = ntf.last;
+        deadline = t0 + (uint64_t)(secs * 1e9);
+        while (!sock_closed && !fatal_exit && now_ns() < deadline && ntf.count - count0 < max_count)
+            pump(deadline);
+        ntf.counting = 0;
+        feed.active = 0;
+        uint64_t t1 = ntf.last;
+        struct cpu_mark c1 = cpu_now();
+        print_ntf_stats(count0, gaps0, t0, t1, c0, c1);
+        /* what was sent but not yet read when the window closed */
+        if (extra_fd >= 0)
+            read_notify_datagrams(0);
+        printf(" unread=%ld mtu=%u closed_by_contender=%d", ntf.drained, acq.mtu, sock_closed);
+    }
+    feed.active = 0;
+    extra_fd = -1;
+    close(fd); /* = unsubscribe */
+    if (ntf.count) {
+        /* the feed's last SetValue calls are answered before the next phase */
+        uint64_t quiet = now_ns() + 5000000000ULL;
+        while (feed.outstanding > 0 && !fatal_exit && now_ns() < quiet)
+            pump(quiet);
+        if (feed.id)
+            printf(" feed_sent=%ld feed_failed=%ld", feed.sent, feed.failed);
+        printf("\n");
+    }
+    ntf.active = 0;
+    free(ntf.arrivals);
+    fflush(stdout);
+}
+
+static int sock_writable;
+
+static void on_writable(short revents)
+{
+    (void)revents; /* POLLOUT, or POLLHUP/POLLERR that the next send reports */
+    sock_writable = 1;
+}
+
+/* ReadValue on the read/write characteristic: 1 and its first 4 bytes in `out`, 0 on error. */
+static struct {
+    int done, ok;
+    size_t size;
+    uint8_t value[4];
+} rb;
+
+static int on_readback(sd_bus_message *m, void *ud, sd_bus_error *e)
+{
+    (void)ud, (void)e;
+    const void *ptr;
+    rb.done = 1;
+    if (sd_bus_message_is_method_error(m, NULL) || sd_bus_message_read_array(m, 'y', &ptr, &rb.size) < 0)
+        return 0;
+    memcpy(rb.value, ptr, rb.size < 4 ? rb.size : 4);
+    rb.ok = 1;
+    return 0;
+}
+
+static int read_rw(void)
+{
+    memset(&rb, 0, sizeof rb);
+    sd_bus_message *m = new_call(CALL_READ, 0);
+    int r = sd_bus_call_async(bus, NULL, m, on_readback, NULL, CALL_TIMEOUT_US);
+    sd_bus_message_unref(m);
+    if (r < 0)
+        die("call", r);
+    return run_until(&rb.done, 15.0) && rb.ok;
+}
+
+/* AcquireWrite on the read/write characteristic, n datagrams of the values writenr sends
+ * (4-byte LE counters) with the top bit set, so that what `write` or `writenr` left there
+ * cannot pass for this phase's last value; then ReadValue until it returns the last one.
+ * The socket and the bus are two channels, so a read may overtake datagrams the contender
+ * has not taken off the socket yet: such a read returns an earlier value of the sequence
+ * (or, before the first datagram is taken, the value from before the phase) and is
+ * repeated; readback_reads says how many reads it took. A value going backwards, or one
+ * from outside the sequence after it started, is a wrong value: readback_ok=0. */
+static void phase_writesock(long n)
+{
+    printf("BENCH contender=%s phase=writesock", label);
+    int fd = acquire(rw_path, "AcquireWrite");
+    if (fd < 0) {
+        printf(" status=acquire-failed error=%s\n", acq.error);
+        fflush(stdout);
+        return;
+    }
+    struct cpu_mark c0 = cpu_now();
+    uint64_t t0 = now_ns();
+    long blocked = 0;
+    const char *failed = NULL;
+    const uint32_t base = 0x80000000u;
+    for (long i = 0; i < n && !failed && !fatal_exit; i++) {
+        uint32_t x = base + (uint32_t)i;
+        uint8_t v[4] = {(uint8_t)x, (uint8_t)(x >> 8), (uint8_t)(x >> 16), (uint8_t)(x >> 24)};
+        for (;;) {
+            ssize_t w = send(fd, v, sizeof v, MSG_DONTWAIT | MSG_NOSIGNAL);
+            if (w == (ssize_t)sizeof v)
+                break;
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                /* the contender's receive queue is full: wait for room, serving the bus */
+                blocked++;
+                sock_writable = 0;
+                extra_fd = fd;
+                extra_events = POLLOUT;
+                extra_ready = on_writable;
+                uint64_t deadline = now_ns() + CALL_TIMEOUT_US * 1000ULL;
+                while (!sock_writable && !fatal_exit && now_ns() < deadline)
+                    pump(deadline);
+                extra_fd = -1;
+                if (!sock_writable) {
+                    failed = "stalled";
+                    break;
+                }
+                continue;
+            }
+            failed = w < 0 && (errno == EPIPE || errno == ECONNRESET) ? "closed_by_contender" : "send-failed";
+            break;
+        }
+        if ((i & 63) == 63)
+            while (sd_bus_process(bus, NULL) > 0)
+                ;
+    }
+    uint32_t last = base + (uint32_t)(n - 1), previous = 0;
+    long reads = 0;
+    int readback_ok = 0, started = 0;
+    uint64_t deadline = now_ns() + 10000000000ULL;
+    while (!failed && !fatal_exit && now_ns() < deadline) {
+        reads++;
+        if (!read_rw()) {
+            failed = "readback-error";
+            break;
+        }
+        uint32_t got = (uint32_t)rb.value[0] | (uint32_t)rb.value[1] << 8 | (uint32_t)rb.value[2] << 16 |
+                       (uint32_t)rb.value[3] << 24;
+        if (rb.size == 4 && got == last) {
+            readback_ok = 1;
+            break;
+        }
+        int in_sequence = rb.size == 4 && got >= base && got < last;
+        if (in_sequence ? got < previous : started)
+            break; /* a wrong value: readback_ok=0 */
+        if (in_sequence) {
+            started = 1;
+            previous = got;
+        }
+    }
+    uint64_t t1 = now_ns();
+    struct cpu_mark c1 = cpu_now();
+    close(fd);
+    if (failed) {
+        printf(" status=%s n=%ld\n", failed, n);
+    } else {
+        double secs = (double)(t1 - t0) / 1e9;
+        printf(" status=ok n=%ld secs=%.4f rate=%.0f readback_ok=%d readback_reads=%ld send_blocked=%ld mtu=%u", n,
+               secs, (double)n / secs, readback_ok, reads, blocked, acq.mtu);
+        print_cpu(c0, c1, n);
+        printf("\n");
+    }
     fflush(stdout);
 }
 
@@ -1086,6 +1398,14 @@ int main(int argc, char **argv)
             phase_rpc("write", CALL_WRITE, calls, 1, 0);
         else if (!strcmp(ph, "writenr"))
             phase_writenr(calls);
+        else if (!strcmp(ph, "writesock"))
+            phase_writesock(calls);
+        else if (!strcmp(ph, "notifysock")) {
+            if (!seq_path[0])
+                printf("BENCH contender=%s phase=notifysock status=no-seq-characteristic\n", label);
+            else
+                phase_notifysock(mode, notify_secs, calls * 100);
+        }
         else if (!strcmp(ph, "notify")) {
             if (!seq_path[0])
                 printf("BENCH contender=%s phase=notify status=no-seq-characteristic\n", label);
