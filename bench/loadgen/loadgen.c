@@ -35,9 +35,10 @@
  *            each datagram read from the returned SOCK_SEQPACKET socket counts as
  *            one notification, exactly as `notify` counts signals (same window,
  *            gaps, intervals, CPU, --feed); closing the socket unsubscribes
- *   writesock  AcquireWrite on the read/write characteristic, then --calls
- *            4-byte datagrams on the returned socket, closed by ReadValue
- *            read-backs until the last value is returned (see phase_writesock)
+ *   writesock  AcquireWrite on the write-without-response characteristic
+ *            (…def3, read + write-without-response), then --calls 4-byte
+ *            datagrams on the returned socket, closed by ReadValue read-backs
+ *            until the last value is returned (see phase_writesock)
  *   rss      VmHWM of the contender (and, with --smaps FILE, a copy of its
  *            /proc/<pid>/smaps for finding where the memory is)
  * Each measured phase reports cpu_s_per_10k: contender CPU over the phase
@@ -78,6 +79,7 @@
 #define SVC_IFACE "org.bluez.GattService1"
 #define RW_UUID "12345678-1234-5678-1234-56789abcdef1"
 #define SEQ_UUID "12345678-1234-5678-1234-56789abcdef2"
+#define WNR_UUID "12345678-1234-5678-1234-56789abcdef3" /* write-without-response (writesock) */
 #define DEVICE_PATH "/org/bluez/hci0/dev_00_11_22_33_44_55"
 #define CALL_TIMEOUT_US (10ULL * 1000000ULL)
 
@@ -90,7 +92,7 @@ static uint64_t t_exec, t_regcall, t_registered, t_ready;
 static int registered; /* 1 ok, -1 failed */
 static int services_found;
 static sd_bus_message *pending_register;
-static char app_sender[256], app_path[512], rw_path[512], seq_path[512];
+static char app_sender[256], app_path[512], rw_path[512], seq_path[512], wnr_path[512];
 static char adapter_alias[64] = "gattd-bench";
 static int adapter_powered = 1, adapter_discoverable, adapter_pairable = 1;
 static uint32_t adapter_disc_timeout = 180, adapter_pair_timeout;
@@ -431,6 +433,8 @@ static int parse_objects(sd_bus_message *m)
                         snprintf(rw_path, sizeof rw_path, "%s", opath);
                     else if (!strcasecmp(uuid, SEQ_UUID))
                         snprintf(seq_path, sizeof seq_path, "%s", opath);
+                    else if (!strcasecmp(uuid, WNR_UUID))
+                        snprintf(wnr_path, sizeof wnr_path, "%s", opath);
                 } else if ((r = skip_value(m)) < 0)
                     return r;
                 sd_bus_message_exit_container(m);
@@ -1087,7 +1091,7 @@ static void on_writable(short revents)
     sock_writable = 1;
 }
 
-/* ReadValue on the read/write characteristic: 1 and its first 4 bytes in `out`, 0 on error. */
+/* ReadValue on `path`: 1 with the reply's first 4 bytes in rb.value, 0 on error. */
 static struct {
     int done, ok;
     size_t size;
@@ -1106,20 +1110,27 @@ static int on_readback(sd_bus_message *m, void *ud, sd_bus_error *e)
     return 0;
 }
 
-static int read_rw(void)
+static int read_value(const char *path)
 {
     memset(&rb, 0, sizeof rb);
-    sd_bus_message *m = new_call(CALL_READ, 0);
-    int r = sd_bus_call_async(bus, NULL, m, on_readback, NULL, CALL_TIMEOUT_US);
+    sd_bus_message *m = NULL;
+    int r = sd_bus_message_new_method_call(bus, &m, app_sender, path, CHR_IFACE, "ReadValue");
+    if (r < 0)
+        die("new call", r);
+    if ((r = append_options(m)) < 0)
+        die("append", r);
+    r = sd_bus_call_async(bus, NULL, m, on_readback, NULL, CALL_TIMEOUT_US);
     sd_bus_message_unref(m);
     if (r < 0)
         die("call", r);
     return run_until(&rb.done, 15.0) && rb.ok;
 }
 
-/* AcquireWrite on the read/write characteristic, n datagrams of the values writenr sends
- * (4-byte LE counters) with the top bit set, so that what `write` or `writenr` left there
- * cannot pass for this phase's last value; then ReadValue until it returns the last one.
+/* AcquireWrite on the write-without-response characteristic (WNR_UUID: bluetoothd puts
+ * every write of an acquired characteristic on the socket, so gattd allows acquireWrite
+ * only without "write"), n datagrams of the values writenr sends (4-byte LE counters
+ * 0..n-1; no other phase writes this characteristic, so its value before the phase is
+ * the configured 00 11 22 33), then ReadValue until it returns the last one.
  * The socket and the bus are two channels, so a read may overtake datagrams the contender
  * has not taken off the socket yet: such a read returns an earlier value of the sequence
  * (or, before the first datagram is taken, the value from before the phase) and is
@@ -1128,7 +1139,7 @@ static int read_rw(void)
 static void phase_writesock(long n)
 {
     printf("BENCH contender=%s phase=writesock", label);
-    int fd = acquire(rw_path, "AcquireWrite");
+    int fd = acquire(wnr_path, "AcquireWrite");
     if (fd < 0) {
         printf(" status=acquire-failed error=%s\n", acq.error);
         fflush(stdout);
@@ -1138,10 +1149,8 @@ static void phase_writesock(long n)
     uint64_t t0 = now_ns();
     long blocked = 0;
     const char *failed = NULL;
-    const uint32_t base = 0x80000000u;
     for (long i = 0; i < n && !failed && !fatal_exit; i++) {
-        uint32_t x = base + (uint32_t)i;
-        uint8_t v[4] = {(uint8_t)x, (uint8_t)(x >> 8), (uint8_t)(x >> 16), (uint8_t)(x >> 24)};
+        uint8_t v[4] = {(uint8_t)i, (uint8_t)(i >> 8), (uint8_t)(i >> 16), (uint8_t)(i >> 24)};
         for (;;) {
             ssize_t w = send(fd, v, sizeof v, MSG_DONTWAIT | MSG_NOSIGNAL);
             if (w == (ssize_t)sizeof v)
@@ -1172,13 +1181,13 @@ static void phase_writesock(long n)
             while (sd_bus_process(bus, NULL) > 0)
                 ;
     }
-    uint32_t last = base + (uint32_t)(n - 1), previous = 0;
+    uint32_t last = (uint32_t)(n - 1), previous = 0;
     long reads = 0;
     int readback_ok = 0, started = 0;
     uint64_t deadline = now_ns() + 10000000000ULL;
     while (!failed && !fatal_exit && now_ns() < deadline) {
         reads++;
-        if (!read_rw()) {
+        if (!read_value(wnr_path)) {
             failed = "readback-error";
             break;
         }
@@ -1188,7 +1197,7 @@ static void phase_writesock(long n)
             readback_ok = 1;
             break;
         }
-        int in_sequence = rb.size == 4 && got >= base && got < last;
+        int in_sequence = rb.size == 4 && got < last;
         if (in_sequence ? got < previous : started)
             break; /* a wrong value: readback_ok=0 */
         if (in_sequence) {
@@ -1398,8 +1407,12 @@ int main(int argc, char **argv)
             phase_rpc("write", CALL_WRITE, calls, 1, 0);
         else if (!strcmp(ph, "writenr"))
             phase_writenr(calls);
-        else if (!strcmp(ph, "writesock"))
-            phase_writesock(calls);
+        else if (!strcmp(ph, "writesock")) {
+            if (!wnr_path[0])
+                printf("BENCH contender=%s phase=writesock status=no-write-without-response-characteristic\n", label);
+            else
+                phase_writesock(calls);
+        }
         else if (!strcmp(ph, "notifysock")) {
             if (!seq_path[0])
                 printf("BENCH contender=%s phase=notifysock status=no-seq-characteristic\n", label);
