@@ -120,7 +120,7 @@ public final class BusConnection {
         var iter = DBusMessageIter()
         dbus_message_iter_init_append(reply, &iter)
         DBusValue.appendBytes(bytes, to: &iter)
-        // Copied before sending, so the copy carries no serial of its own.
+        // dbus_message_copy gives an unlocked copy with serial 0; send assigns each its own.
         if let sender, bytes.count <= ReplyTemplate.maximumBytes, let copy = dbus_message_copy(reply) {
             bytesReplyTemplate = ReplyTemplate(raw: copy, sender: sender, bytes: bytes)
         }

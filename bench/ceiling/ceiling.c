@@ -211,7 +211,7 @@ static DBusMessage *read_value(DBusMessage *call)
             dbus_message_unref(reply);
         return NULL;
     }
-    if (off == 0) /* copied before it is sent: the copy has no serial yet */
+    if (off == 0) /* dbus_message_copy: unlocked, serial 0, so each copy can be sent */
         reply_template = dbus_message_copy(reply);
     return reply;
 }
