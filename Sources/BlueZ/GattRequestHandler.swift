@@ -21,6 +21,8 @@ final class GattRequestHandler {
     let logger: Logger
     /// The unique bus name of the current `org.bluez` owner, nil while BlueZ is absent.
     var trustedSender: String?
+    /// The `device` option of the previous request, reused while the same central asks.
+    private var lastDevice: String?
 
     init(service: RequestService, sockets: AcquiredSockets, logger: Logger) {
         self.service = service
@@ -65,7 +67,7 @@ final class GattRequestHandler {
     }
 
     private func read(_ call: MethodCall, _ attribute: Attribute) throws(DBusError) {
-        let request = try GattRequestOptions(call, argument: 0, method: "ReadValue").request(call)
+        let request = try options(call, argument: 0, method: "ReadValue")
         switch service.read(attribute, request) {
         case .now(let result):
             answer(call, attribute, request, result)
@@ -95,7 +97,7 @@ final class GattRequestHandler {
 
     private func write(_ call: MethodCall, _ attribute: Attribute) throws(DBusError) {
         let bytes = try call.bytesArgument(at: 0)
-        let request = try GattRequestOptions(call, argument: 1, method: "WriteValue").request(call)
+        let request = try options(call, argument: 1, method: "WriteValue")
         service.write(attribute, bytes: bytes, request) { [self] outcome in
             switch outcome {
             case .success:
@@ -111,6 +113,13 @@ final class GattRequestHandler {
                 call.fail(failure.gattError.bluezError)
             }
         }
+    }
+
+    private func options(_ call: MethodCall, argument: Int, method: String) throws(DBusError) -> AttributeRequest {
+        let request = try GattRequestOptions(call.message, argument: argument, method: method, previousDevice: lastDevice)
+            .request(call)
+        if let device = request.device { lastDevice = device }
+        return request
     }
 
     private func notify(_ call: MethodCall, _ attribute: Attribute, on: Bool) {

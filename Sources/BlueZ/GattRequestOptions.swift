@@ -31,12 +31,33 @@ struct GattRequestOptions: Equatable {
         for (key, variant) in entries { try apply(key, variant, method: method) }
     }
 
-    /// From argument `index` of `call` (declared `a{sv}`), read in place without collecting
-    /// the entries: the ReadValue/WriteValue hot path.
-    init(_ call: MethodCall, argument index: Int, method: String) throws(DBusError) {
-        try call.forEachVariantDictionaryEntry(at: index) { key, variant throws(DBusError) in
+    /// From argument `index` of a call (declared `a{sv}`), read in place without collecting
+    /// the entries: the ReadValue/WriteValue hot path. The options bluetoothd sends with
+    /// their types are read straight from the message (`device` is `previousDevice` itself
+    /// when it names the same device, so a repeated read makes no new string); anything
+    /// else goes the generic way, through `apply`, and is accepted or refused as there.
+    init(_ message: Message, argument index: Int, method: String, previousDevice: String? = nil) throws(DBusError) {
+        try message.forEachVariantEntry(at: index) { entry throws(DBusError) in
+            guard !applyTyped(entry, previousDevice: previousDevice) else { return }
+            let (key, variant) = try entry.decoded()
             try apply(key, variant, method: method)
         }
+    }
+
+    /// `apply` for the common keys with the expected type; false: not handled here.
+    private mutating func applyTyped(_ entry: borrowing VariantEntry, previousDevice: String?) -> Bool {
+        if entry.keyIs("device"), let path = entry.objectPath(reusing: previousDevice) {
+            device = path
+        } else if entry.keyIs("mtu"), let number = entry.uint16 {
+            mtu = Int(number)
+        } else if entry.keyIs("link"), let text = entry.string() {
+            link = text
+        } else if entry.keyIs("offset"), let number = entry.uint16 {
+            offset = Int(number)
+        } else {
+            return false
+        }
+        return true
     }
 
     private mutating func apply(_ key: String, _ variant: DBusValue, method: String) throws(DBusError) {

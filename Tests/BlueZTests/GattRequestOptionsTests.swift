@@ -43,3 +43,42 @@ struct GattRequestOptionsTests {
         }
     }
 }
+
+/// The in-place reading of the ReadValue/WriteValue options (`init(_:argument:method:previousDevice:)`)
+/// accepts and refuses exactly what the pairs-based path does, with the same values and errors.
+@Suite("GattRequestOptions read in place")
+struct GattRequestOptionsInPlaceTests {
+    private func outcome(_ body: () throws(DBusError) -> GattRequestOptions) -> Result<GattRequestOptions, DBusError> {
+        do throws(DBusError) { return .success(try body()) } catch { return .failure(error) }
+    }
+
+    @Test("same options or same error as the pairs-based path, for each kind of options argument")
+    func sameAsPairs() throws {
+        let device: DBusValue = .objectPath("/org/bluez/hci0/dev_00_11_22_33_44_55")
+        let cases: [[(String, DBusValue)]] = [
+            [],
+            [("device", device), ("link", .string("LE")), ("mtu", .uint16(517))],
+            [("device", device), ("link", .string("LE")), ("mtu", .uint16(517)), ("offset", .uint16(22))],
+            [("offset", .uint16(3)), ("offset", .uint16(5)), ("prepare-authorize", .bool(true)), ("type", .string("request"))],
+            [("device", .variant(device)), ("mtu", .variant(.uint16(23))), ("link", .variant(.string("BR/EDR")))],
+            [("offset", .uint32(1))],
+            [("device", .string("/org/bluez/hci0/dev_1"))],
+            [("mtu", .string("517"))],
+            [("link", .objectPath("/x"))],
+            [("color", .string("red"))],
+            [("device", device), ("prepare-authorize", .byte(1))],
+        ]
+        for entries in cases {
+            let message = try Message.methodCall(
+                destination: "org.example.Peer", path: "/org/example", interface: "org.bluez.GattCharacteristic1",
+                member: "WriteValue", arguments: [.bytes([1]), .variantDictionary(entries)])
+            let pairs = outcome { () throws(DBusError) in try GattRequestOptions(entries: entries, method: "WriteValue") }
+            for previous in [nil, "/org/bluez/hci0/dev_00_11_22_33_44_55", "/other"] as [String?] {
+                let inPlace = outcome { () throws(DBusError) in
+                    try GattRequestOptions(message, argument: 1, method: "WriteValue", previousDevice: previous)
+                }
+                #expect(inPlace == pairs, "\(entries) with previous device \(previous ?? "none")")
+            }
+        }
+    }
+}

@@ -309,6 +309,31 @@ struct BusConnectionTests {
         #expect(fromClient == [true, false])
     }
 
+    @Test("ay replies: the same bytes again to the same caller (a copy of the previous reply) or to another caller, other bytes, empty")
+    func repeatedByteReplies() throws {
+        let f = try Fixture()
+        let other = try BusConnection(address: f.bus.address, loop: f.loop)
+        let object = TestObject(interfaces: [testInterface]) { call in
+            do throws(DBusError) {
+                let entries = try call.variantDictionaryArgument(at: 0)
+                let count = Int(entries.first?.1.asUInt16 ?? 0)
+                call.reply(bytes: (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 3 &+ 1) })
+            } catch {
+                call.fail(error)
+            }
+        }
+        try f.server.export(object, at: "/obj")
+        for (count, caller) in [(4, f.client), (4, f.client), (4, other), (4, f.client), (5, f.client), (0, f.client), (0, f.client), (4, f.client), (600, f.client), (600, f.client)] {
+            let options = DBusValue.variantDictionary([("n", .uint16(UInt16(count)))])
+            let result = try #require(
+                roundTrip(f.loop, caller, to: f.server.uniqueName, path: "/obj", interface: "org.example.Test",
+                          member: "ReadValue", arguments: [options], timeout: .seconds(2)))
+            let reply = try result.get()
+            #expect(try reply.bytes(at: 0) == (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 3 &+ 1) })
+            #expect(reply.destination == caller.uniqueName)
+        }
+    }
+
     @Test("calls alternate between objects and reach the right one; an unexported path is unknown at once")
     func dispatchAcrossObjects() throws {
         let f = try Fixture()

@@ -106,3 +106,69 @@ struct TypedArgumentTests {
         #expect(try call.bytes(at: 2) == large)
     }
 }
+
+/// `Message.forEachVariantEntry(at:_:)`: the typed readers give a value only for the type
+/// they name, held directly by the variant; `decoded()` gives the generic decoder's pair.
+@Suite("Variant entries read in place")
+struct VariantEntryTests {
+    private func message(_ values: [DBusValue]) throws -> Message {
+        try Message.methodCall(
+            destination: "org.example.Peer", path: "/org/example", interface: "org.example.Test", member: "Call",
+            arguments: values)
+    }
+
+    @Test("typed readers, key comparison and decoded() agree with the generic decoder")
+    func typedReaders() throws {
+        let options = DBusValue.variantDictionary([
+            ("device", .objectPath("/org/bluez/hci0/dev_00_11_22_33_44_55")), ("link", .string("LE")),
+            ("mtu", .uint16(517)), ("flag", .bool(true)), ("wide", .uint32(9)), ("nested", .variant(.uint16(4))),
+            ("empty", .string("")),
+        ])
+        let call = try message([.string("first"), options])
+        let generic = try #require(try call.arguments()[1].variantDictionaryEntries)
+        var seen: [(String, DBusValue)] = []
+        var typed: [String: String] = [:]
+        try call.forEachVariantEntry(at: 1) { entry throws(DBusError) in
+            seen.append(try entry.decoded())
+            let name = seen.last!.0
+            #expect(entry.keyIs("device") == (name == "device"))
+            if let value = entry.uint16 { typed[name] = "q \(value)" }
+            if let value = entry.bool { typed[name] = "b \(value)" }
+            if let value = entry.string() { typed[name] = "s \(value)" }
+            if let value = entry.objectPath() { typed[name] = "o \(value)" }
+        }
+        #expect(seen.count == generic.count)
+        #expect(zip(seen, generic).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 })
+        #expect(
+            typed == [
+                "device": "o /org/bluez/hci0/dev_00_11_22_33_44_55", "link": "s LE", "mtu": "q 517",
+                "flag": "b true", "empty": "s ",
+            ])
+    }
+
+    @Test("a string equal to the one offered is that string; a different one is read anew")
+    func reuse() throws {
+        let path = "/org/bluez/hci0/dev_00_11_22_33_44_55"
+        let call = try message([.variantDictionary([("device", .objectPath("/org/bluez/hci0/dev_00_11_22_33_44_55"))])])
+        var results: [String?] = []
+        for previous in [path, "/org/bluez/hci0/dev_00_11_22_33_44_56", "", nil] as [String?] {
+            try call.forEachVariantEntry(at: 0) { entry in results.append(entry.objectPath(reusing: previous)) }
+        }
+        #expect(results == [path, path, path, path])
+    }
+
+    @Test("not an a{sv}, or no such argument: InvalidArgs before the body runs")
+    func refusals() throws {
+        let stringMap = DBusValue.dictionary(
+            keySignature: "s", valueSignature: "s", [DBusDictionaryEntry(key: .string("k"), value: .string("v"))])
+        let call = try message([.string("x"), stringMap, .variantDictionary([])])
+        for index in [0, 1, 3, -1] {
+            var touched = false
+            #expect(throws: DBusError.self) { try call.forEachVariantEntry(at: index) { _ in touched = true } }
+            #expect(!touched)
+        }
+        var count = 0
+        try call.forEachVariantEntry(at: 2) { _ in count += 1 }
+        #expect(count == 0)
+    }
+}
