@@ -98,6 +98,8 @@ static int adapter_powered = 1, adapter_discoverable, adapter_pairable = 1;
 static uint32_t adapter_disc_timeout = 180, adapter_pair_timeout;
 static int fatal_exit, stopping;
 static pid_t handler_pid = -1;
+/* The bus daemon, for the whole path's CPU (bus_schedstat_s_per_10k); -1 when unknown. */
+static pid_t bus_pid = -1;
 static void pump(uint64_t deadline);
 /* One more descriptor pump() waits on (the AcquireNotify/AcquireWrite socket), and what to
  * call when poll reports it. */
@@ -188,12 +190,13 @@ static long proc_status_kb(pid_t pid, const char *key)
 }
 
 struct cpu_mark {
-    long long ticks, sched_ns, handler_ns;
+    long long ticks, sched_ns, handler_ns, bus_ns, self_ns;
 };
 
 static struct cpu_mark cpu_now(void)
 {
-    struct cpu_mark m = {proc_ticks(child), proc_sched_ns(child), handler_pid > 0 ? proc_sched_ns(handler_pid) : -1};
+    struct cpu_mark m = {proc_ticks(child), proc_sched_ns(child), handler_pid > 0 ? proc_sched_ns(handler_pid) : -1,
+                         bus_pid > 0 ? proc_sched_ns(bus_pid) : -1, proc_sched_ns(getpid())};
     return m;
 }
 
@@ -210,6 +213,12 @@ static void print_cpu(struct cpu_mark a, struct cpu_mark b, long ops)
            (double)(b.sched_ns - a.sched_ns) / 1e9 * 10000.0 / (double)ops);
     if (a.handler_ns >= 0 && b.handler_ns >= 0)
         printf(" handler_schedstat_s_per_10k=%.4f", (double)(b.handler_ns - a.handler_ns) / 1e9 * 10000.0 / (double)ops);
+    /* The rest of the path on a board: the bus daemon routing the messages, and loadgen
+     * itself in bluetoothd's place (receiving signals or datagrams, sending calls). */
+    if (a.bus_ns >= 0 && b.bus_ns >= 0)
+        printf(" bus_schedstat_s_per_10k=%.4f", (double)(b.bus_ns - a.bus_ns) / 1e9 * 10000.0 / (double)ops);
+    if (a.self_ns >= 0 && b.self_ns >= 0)
+        printf(" loadgen_schedstat_s_per_10k=%.4f", (double)(b.self_ns - a.self_ns) / 1e9 * 10000.0 / (double)ops);
 }
 
 /* Starts the handler program and waits (pumping the bus) for its "registered" line. */
@@ -672,7 +681,7 @@ static void rpc_free(struct rpc *p)
 static void phase_rpc(const char *name, enum call_kind kind, long n, int window, int check)
 {
     struct rpc p = {.kind = kind, .check_value = check, .expect = {0x00, 0x11, 0x22, 0x33}};
-    struct cpu_mark c0 = {0, 0, -1}, c1;
+    struct cpu_mark c0 = {0, 0, -1, -1, -1}, c1;
     if (kind != CALL_PING)
         c0 = cpu_now();
     uint64_t t0 = now_ns();
@@ -1343,6 +1352,16 @@ int main(int argc, char **argv)
         r = sd_bus_start(bus);
     if (r < 0)
         die("connect", r);
+    {
+        /* dbus-daemon answers for itself: its pid, for bus_schedstat_s_per_10k. */
+        sd_bus_message *reply = NULL;
+        uint32_t pid = 0;
+        if (sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                               "GetConnectionUnixProcessID", NULL, &reply, "s", "org.freedesktop.DBus") >= 0 &&
+            sd_bus_message_read(reply, "u", &pid) >= 0)
+            bus_pid = (pid_t)pid;
+        sd_bus_message_unref(reply);
+    }
     if ((r = sd_bus_request_name(bus, "org.bluez", 0)) < 0)
         die("request org.bluez", r);
     sd_bus_add_object_manager(bus, NULL, "/");
