@@ -2,8 +2,9 @@
 """Chaos against the stand-in bluetoothd, bounded in time (issue 15, item 3).
 
 bluetoothd vanishes and returns (SIGKILL and SIGTERM), the adapter is removed and added
-and powered off and on, while a central reads and notifications flow and reloads arrive
-in the middle. Afterwards gattd must be registered once, advertising, with the same
+and powered off and on, while a central reads, notifications flow (signals and an
+AcquireNotify socket), writes arrive on an AcquireWrite socket, and reloads arrive in the
+middle. Afterwards gattd must be registered once, advertising, with the same
 number of file descriptors and no growth in memory. GATTD_CHAOS_CYCLES (default 12)
 sets the number of disruptions; `make chaos` runs 100 of them and the long SIGKILL run.
 
@@ -19,13 +20,15 @@ import pytest
 
 from conftest import CONFIGS
 from harness import DEVICE, one_by_uuid
-from fixtures import edit_config
+from fixtures import edit_config, read, write
 
 WAIT_MS = dbus.UInt32(15000)
 MTU = dbus.UInt16(23)
 LABEL = "12345678-1234-5678-1234-56789abc7001"
 EXTRA = "12345678-1234-5678-1234-56789abc7002"
 TICK = "2A19"
+STREAM = "12345678-1234-5678-1234-56789abc7003"   # acquireNotify: a socket per subscription
+CMD = "12345678-1234-5678-1234-56789abc7004"      # acquireWrite: a socket per central
 
 
 @pytest.fixture
@@ -77,6 +80,15 @@ def serving(standin, config_has_extra):
     standin.call("StartNotify", tick)
     seen = len(standin.call("Notifications", tick))
     standin.call("WaitForNotifications", tick, dbus.UInt32(seen + 1), WAIT_MS)
+    # The socket path too: bluetoothd (re)acquires a notify socket and a write socket, which
+    # every disruption closes; gattd must close its ends (the fd count below).
+    stream = attribute_path(standin, STREAM)
+    standin.call("Subscribe", stream, DEVICE)
+    seen = len(standin.call("Notifications", stream))
+    standin.call("WaitForNotifications", stream, dbus.UInt32(seen + 1), WAIT_MS)
+    value = bytes([len(standin.call("AcquireCalls")) % 256])
+    write(standin, CMD, value)
+    assert read(standin, CMD) == value
 
 
 def reload(g, notify):

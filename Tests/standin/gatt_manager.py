@@ -137,9 +137,9 @@ class GattManager:
 
     def _drop(self, app, why):
         allocator = self.allocators.get(app.adapter)
+        paths = [a.path for a in app.attributes()]     # before the services go
         for svc in list(app.services):
             app.remove_service(svc.path, allocator)
-        paths = [a.path for a in app.attributes()]
         for attr_path in paths:
             self.subscribers.pop(attr_path, None)
         self.daemon.acquired.drop_app(set(paths))
