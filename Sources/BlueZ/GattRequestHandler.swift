@@ -136,7 +136,7 @@ final class GattRequestHandler {
     private func acquire(
         _ call: MethodCall, _ attribute: Attribute, _ kind: AcquiredSockets.Kinds, method: String
     ) throws(DBusError) {
-        let request = try GattRequestOptions(call, argument: 0, method: method).request(call)
+        let request = try GattRequestOptions(call.message, argument: 0, method: method).request(call)
         try sockets.acquire(kind, attribute, request) { descriptor, mtu in
             call.reply([.unixFD(descriptor), .uint16(mtu)])
         }
