@@ -15,6 +15,9 @@ public final class EventLoop {
     var signalSources: [Int32: SignalSource] = [:]
     private var registrations: [Int32: FDRegistration] = [:]
     private var afterQueue: [() -> Void] = []
+    /// The buffer of the batch last run, emptied with its capacity kept, so queueing a
+    /// callback each turn does not allocate a new array each turn.
+    private var afterSpare: [() -> Void] = []
     private var stopRequested = false
     private var timerSequence: UInt64 = 0
     /// False once the kernel answered ENOSYS to epoll_pwait2 (before Linux 5.11).
@@ -229,9 +232,12 @@ public final class EventLoop {
 
     private func runAfterIteration() {
         while !afterQueue.isEmpty {
-            let batch = afterQueue
-            afterQueue = []
+            var batch = afterSpare
+            afterSpare = []
+            swap(&batch, &afterQueue)
             for handler in batch { handler() }
+            batch.removeAll(keepingCapacity: true)
+            afterSpare = batch
         }
     }
 }
