@@ -14,10 +14,10 @@ public final class EventLoop {
     var timers = TimerHeap()
     var signalSources: [Int32: SignalSource] = [:]
     private var registrations: [Int32: FDRegistration] = [:]
-    private var afterQueue: [() -> Void] = []
+    private var afterQueue: [AfterIterationJob] = []
     /// The buffer of the batch last run, emptied with its capacity kept, so queueing a
     /// callback each turn does not allocate a new array each turn.
-    private var afterSpare: [() -> Void] = []
+    private var afterSpare: [AfterIterationJob] = []
     private var stopRequested = false
     private var timerSequence: UInt64 = 0
     /// False once the kernel answered ENOSYS to epoll_pwait2 (before Linux 5.11).
@@ -89,7 +89,7 @@ public final class EventLoop {
     /// Runs `handler` once at the end of the current turn, before the loop sleeps again.
     /// Callbacks run in the order added; ones added by a running callback run in the same turn.
     public func afterIteration(_ handler: @escaping () -> Void) {
-        afterQueue.append(handler)
+        afterQueue.append(AfterIterationJob(run: handler))
     }
 
     // MARK: File descriptors
@@ -235,11 +235,17 @@ public final class EventLoop {
             var batch = afterSpare
             afterSpare = []
             swap(&batch, &afterQueue)
-            for handler in batch { handler() }
+            for job in batch { job.run() }
             batch.removeAll(keepingCapacity: true)
             afterSpare = batch
         }
     }
+}
+
+/// A callback queued by `afterIteration`. An array of closures keeps each behind a
+/// reabstraction thunk allocated per append; an array of this struct keeps the closure as it is.
+struct AfterIterationJob {
+    let run: () -> Void
 }
 
 /// The watches sharing one descriptor and the epoll mask currently registered for it
