@@ -13,7 +13,7 @@ public final class EventLoop {
     let epollFD: Int32
     var timers = TimerHeap()
     var signalSources: [Int32: SignalSource] = [:]
-    private var registrations: [Int32: FDRegistration] = [:]
+    private var registrations = FDTable()
     private var afterQueue: [AfterIterationJob] = []
     /// The buffer of the batch last run, emptied with its capacity kept, so queueing a
     /// callback each turn does not allocate a new array each turn.
@@ -246,6 +246,25 @@ public final class EventLoop {
 /// reabstraction thunk allocated per append; an array of this struct keeps the closure as it is.
 struct AfterIterationJob {
     let run: () -> Void
+}
+
+/// The registrations by descriptor: an array indexed by the descriptor (descriptors are
+/// small and reused lowest first), so the lookup each ready descriptor needs is no hashing.
+struct FDTable {
+    private var slots: [FDRegistration?] = []
+
+    subscript(fd: Int32) -> FDRegistration? {
+        get { fd >= 0 && Int(fd) < slots.count ? slots[Int(fd)] : nil }
+        set {
+            guard fd >= 0 else { return }
+            let index = Int(fd)
+            if index >= slots.count {
+                guard newValue != nil else { return }
+                slots.append(contentsOf: repeatElement(nil, count: index + 1 - slots.count))
+            }
+            slots[index] = newValue
+        }
+    }
 }
 
 /// The watches sharing one descriptor and the epoll mask currently registered for it
