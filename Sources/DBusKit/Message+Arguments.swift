@@ -153,7 +153,6 @@ public struct VariantEntry: ~Copyable {
         strcmp(key, UnsafeRawPointer(name.utf8Start).assumingMemoryBound(to: CChar.self)) == 0
     }
 
-
     /// The content as a `q`.
     public var uint16: UInt16? {
         guard type == TypeCode.uint16 else { return nil }
