@@ -23,6 +23,8 @@ final class GattRequestHandler {
     var trustedSender: String?
     /// The `device` option of the previous request, reused while the same central asks.
     private var lastDevice: String?
+    /// The `link` option of the previous request, reused while it is the same.
+    private var lastLink: String?
 
     init(service: RequestService, sockets: AcquiredSockets, logger: Logger) {
         self.service = service
@@ -116,9 +118,11 @@ final class GattRequestHandler {
     }
 
     private func options(_ call: MethodCall, argument: Int, method: String) throws(DBusError) -> AttributeRequest {
-        let request = try GattRequestOptions(call.message, argument: argument, method: method, previousDevice: lastDevice)
-            .request(call)
+        let request = try GattRequestOptions(
+            call.message, argument: argument, method: method, previousDevice: lastDevice, previousLink: lastLink
+        ).request(call)
         if let device = request.device { lastDevice = device }
+        if let link = request.link { lastLink = link }
         return request
     }
 

@@ -36,21 +36,54 @@ struct GattRequestOptions: Equatable {
     /// their types are read straight from the message (`device` is `previousDevice` itself
     /// when it names the same device, so a repeated read makes no new string); anything
     /// else goes the generic way, through `apply`, and is accepted or refused as there.
-    init(_ message: Message, argument index: Int, method: String, previousDevice: String? = nil) throws(DBusError) {
+    /// `link` likewise is `previousLink` itself when equal.
+    init(
+        _ message: Message, argument index: Int, method: String, previousDevice: String? = nil,
+        previousLink: String? = nil
+    ) throws(DBusError) {
+        // bluetoothd's options with their types, read from the wire bytes; anything else
+        // (or a layout the wire reader does not take) makes the walk below start over.
+        var fast = GattRequestOptions()
+        if message.forEachWireVariantEntry(at: index, { entry in
+            fast.applyWire(entry, previousDevice: previousDevice, previousLink: previousLink)
+        }) {
+            self = fast
+            return
+        }
         try message.forEachVariantEntry(at: index) { entry throws(DBusError) in
-            guard !applyTyped(entry, previousDevice: previousDevice) else { return }
+            guard !applyTyped(entry, previousDevice: previousDevice, previousLink: previousLink) else { return }
             let (key, variant) = try entry.decoded()
             try apply(key, variant, method: method)
         }
     }
 
     /// `apply` for the common keys with the expected type; false: not handled here.
-    private mutating func applyTyped(_ entry: borrowing VariantEntry, previousDevice: String?) -> Bool {
+    private mutating func applyTyped(
+        _ entry: borrowing VariantEntry, previousDevice: String?, previousLink: String?
+    ) -> Bool {
         if entry.keyIs("device"), let path = entry.objectPath(reusing: previousDevice) {
             device = path
         } else if entry.keyIs("mtu"), let number = entry.uint16 {
             mtu = Int(number)
-        } else if entry.keyIs("link"), let text = entry.string() {
+        } else if entry.keyIs("link"), let text = entry.string(reusing: previousLink) {
+            link = text
+        } else if entry.keyIs("offset"), let number = entry.uint16 {
+            offset = Int(number)
+        } else {
+            return false
+        }
+        return true
+    }
+
+    /// `applyTyped` for an entry read from the wire bytes.
+    private mutating func applyWire(
+        _ entry: borrowing WireVariantEntry, previousDevice: String?, previousLink: String?
+    ) -> Bool {
+        if entry.keyIs("device"), let path = entry.objectPath(reusing: previousDevice) {
+            device = path
+        } else if entry.keyIs("mtu"), let number = entry.uint16 {
+            mtu = Int(number)
+        } else if entry.keyIs("link"), let text = entry.string(reusing: previousLink) {
             link = text
         } else if entry.keyIs("offset"), let number = entry.uint16 {
             offset = Int(number)

@@ -16,6 +16,13 @@ final class LoopGlue {
     private var timeouts: [OpaquePointer: LoopTimer] = [:]
     private var dispatchScheduled = false
     var isInstalled = false
+    /// The end-of-turn dispatch, made once (not a new closure and weak reference per turn).
+    private lazy var dispatchJob: () -> Void = { [weak self] in
+        guard let self else { return }
+        self.dispatchScheduled = false
+        guard self.isInstalled else { return }
+        while dbus_connection_dispatch(self.connection) == DBUS_DISPATCH_DATA_REMAINS {}
+    }
 
     init(loop: EventLoop, connection: OpaquePointer) {
         self.loop = loop
@@ -132,11 +139,6 @@ final class LoopGlue {
     func scheduleDispatch() {
         guard !dispatchScheduled, isInstalled else { return }
         dispatchScheduled = true
-        loop.afterIteration { [weak self] in
-            guard let self else { return }
-            self.dispatchScheduled = false
-            guard self.isInstalled else { return }
-            while dbus_connection_dispatch(self.connection) == DBUS_DISPATCH_DATA_REMAINS {}
-        }
+        loop.afterIteration(dispatchJob)
     }
 }

@@ -41,8 +41,8 @@ extension Message {
     ) throws(DBusError) {
         var iter = DBusMessageIter()
         guard Self.seek(raw, to: index, &iter) else { throw .invalidArgs("no argument \(index)") }
-        try DBusValue.walkVariantDictionary(&iter) { key, content throws(DBusError) in
-            try body(VariantEntry(key: key, content: content))
+        try DBusValue.walkVariantDictionary(&iter) { key, content, type throws(DBusError) in
+            try body(VariantEntry(key: key, content: content, type: type))
         }
     }
 
@@ -74,16 +74,16 @@ extension DBusValue {
     static func decodeVariantDictionary(
         _ iter: UnsafeMutablePointer<DBusMessageIter>, _ body: (String, DBusValue) throws(DBusError) -> Void
     ) throws(DBusError) {
-        try walkVariantDictionary(iter) { key, content throws(DBusError) in
+        try walkVariantDictionary(iter) { key, content, _ throws(DBusError) in
             try body(String(cString: key), try DBusValue(from: content))
         }
     }
 
-    /// Walks the `a{sv}` at `iter`, handing each key and an iterator at its variant's
-    /// (non-empty) content to `body`.
+    /// Walks the `a{sv}` at `iter`, handing each key, an iterator at its variant's
+    /// (non-empty) content and that content's type code to `body`.
     static func walkVariantDictionary(
         _ iter: UnsafeMutablePointer<DBusMessageIter>,
-        _ body: (UnsafePointer<CChar>, UnsafeMutablePointer<DBusMessageIter>) throws(DBusError) -> Void
+        _ body: (UnsafePointer<CChar>, UnsafeMutablePointer<DBusMessageIter>, Int32) throws(DBusError) -> Void
     ) throws(DBusError) {
         let notVariantDictionary = DBusError.invalidArgs("argument is not of type a{sv}")
         guard dbus_message_iter_get_arg_type(iter) == TypeCode.array,
@@ -113,9 +113,10 @@ extension DBusValue {
             }
             var content = DBusMessageIter()
             dbus_message_iter_recurse(&pair, &content)
-            guard dbus_message_iter_get_arg_type(&content) != TypeCode.invalid else { throw .invalidArgs("empty variant") }
+            let type = dbus_message_iter_get_arg_type(&content)
+            guard type != TypeCode.invalid else { throw .invalidArgs("empty variant") }
             guard let key else { throw .invalidArgs("dictionary entry without a key") }  // libdbus always has one
-            try body(key, &content)
+            try body(key, &content, type)
         } while dbus_message_iter_next(&entries) != 0
     }
 
@@ -138,18 +139,19 @@ public struct VariantEntry: ~Copyable {
     /// The key, libdbus's C string.
     public let key: UnsafePointer<CChar>
     let content: UnsafeMutablePointer<DBusMessageIter>
+    /// The content's type code, as the walk read it.
+    private let type: Int32
 
-    init(key: UnsafePointer<CChar>, content: UnsafeMutablePointer<DBusMessageIter>) {
+    init(key: UnsafePointer<CChar>, content: UnsafeMutablePointer<DBusMessageIter>, type: Int32) {
         self.key = key
         self.content = content
+        self.type = type
     }
 
     /// Whether the key is `name` (compared as C strings, no Swift string made).
     public func keyIs(_ name: StaticString) -> Bool {
         strcmp(key, UnsafeRawPointer(name.utf8Start).assumingMemoryBound(to: CChar.self)) == 0
     }
-
-    private var type: Int32 { dbus_message_iter_get_arg_type(content) }
 
     /// The content as a `q`.
     public var uint16: UInt16? {

@@ -13,8 +13,11 @@ public final class EventLoop {
     let epollFD: Int32
     var timers = TimerHeap()
     var signalSources: [Int32: SignalSource] = [:]
-    private var registrations: [Int32: FDRegistration] = [:]
-    private var afterQueue: [() -> Void] = []
+    private var registrations = FDTable()
+    private var afterQueue: [AfterIterationJob] = []
+    /// The buffer of the batch last run, emptied with its capacity kept, so queueing a
+    /// callback each turn does not allocate a new array each turn.
+    private var afterSpare: [AfterIterationJob] = []
     private var stopRequested = false
     private var timerSequence: UInt64 = 0
     /// False once the kernel answered ENOSYS to epoll_pwait2 (before Linux 5.11).
@@ -86,7 +89,7 @@ public final class EventLoop {
     /// Runs `handler` once at the end of the current turn, before the loop sleeps again.
     /// Callbacks run in the order added; ones added by a running callback run in the same turn.
     public func afterIteration(_ handler: @escaping () -> Void) {
-        afterQueue.append(handler)
+        afterQueue.append(AfterIterationJob(run: handler))
     }
 
     // MARK: File descriptors
@@ -229,9 +232,37 @@ public final class EventLoop {
 
     private func runAfterIteration() {
         while !afterQueue.isEmpty {
-            let batch = afterQueue
-            afterQueue = []
-            for handler in batch { handler() }
+            var batch = afterSpare
+            afterSpare = []
+            swap(&batch, &afterQueue)
+            for job in batch { job.run() }
+            batch.removeAll(keepingCapacity: true)
+            afterSpare = batch
+        }
+    }
+}
+
+/// A callback queued by `afterIteration`. An array of closures keeps each behind a
+/// reabstraction thunk allocated per append; an array of this struct keeps the closure as it is.
+struct AfterIterationJob {
+    let run: () -> Void
+}
+
+/// The registrations by descriptor: an array indexed by the descriptor (descriptors are
+/// small and reused lowest first), so the lookup each ready descriptor needs is no hashing.
+struct FDTable {
+    private var slots: [FDRegistration?] = []
+
+    subscript(fd: Int32) -> FDRegistration? {
+        get { fd >= 0 && Int(fd) < slots.count ? slots[Int(fd)] : nil }
+        set {
+            guard fd >= 0 else { return }
+            let index = Int(fd)
+            if index >= slots.count {
+                guard newValue != nil else { return }
+                slots.append(contentsOf: repeatElement(nil, count: index + 1 - slots.count))
+            }
+            slots[index] = newValue
         }
     }
 }

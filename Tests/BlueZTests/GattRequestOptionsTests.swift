@@ -75,10 +75,21 @@ struct GattRequestOptionsInPlaceTests {
             let pairs = outcome { () throws(DBusError) in try GattRequestOptions(entries: entries, method: "WriteValue") }
             for previous in [nil, "/org/bluez/hci0/dev_00_11_22_33_44_55", "/other"] as [String?] {
                 let inPlace = outcome { () throws(DBusError) in
-                    try GattRequestOptions(message, argument: 1, method: "WriteValue", previousDevice: previous)
+                    try GattRequestOptions(
+                        message, argument: 1, method: "WriteValue", previousDevice: previous,
+                        previousLink: previous == nil ? nil : "LE")
                 }
                 #expect(inPlace == pairs, "\(entries) with previous device \(previous ?? "none")")
             }
+            // ReadValue: the options are the first argument.
+            let read = try Message.methodCall(
+                destination: "org.example.Peer", path: "/org/example", interface: "org.bluez.GattCharacteristic1",
+                member: "ReadValue", arguments: [.variantDictionary(entries)])
+            let readPairs = outcome { () throws(DBusError) in try GattRequestOptions(entries: entries, method: "ReadValue") }
+            let readInPlace = outcome { () throws(DBusError) in
+                try GattRequestOptions(read, argument: 0, method: "ReadValue", previousDevice: nil, previousLink: "BR/EDR")
+            }
+            #expect(readInPlace == readPairs, "ReadValue \(entries)")
         }
     }
 }

@@ -172,3 +172,66 @@ struct VariantEntryTests {
         #expect(count == 0)
     }
 }
+
+/// `Message.forEachWireVariantEntry(at:_:)`: the same entries and values as the iterator's
+/// typed readers when every variant holds an `s`, `o`, `q` or `b`; false (the caller's cue to
+/// take the iterator path) for any other content, argument layout or a refused entry.
+@Suite("Variant entries read from the wire bytes")
+struct WireVariantEntryTests {
+    private func message(_ values: [DBusValue]) throws -> Message {
+        try Message.methodCall(
+            destination: "org.example.Peer", path: "/org/example", interface: "org.example.Test", member: "Call",
+            arguments: values)
+    }
+
+    private func wireEntries(_ call: Message, at index: Int) -> [String]? {
+        var seen: [String] = []
+        let done = call.forEachWireVariantEntry(at: index) { entry in
+            for key in ["device", "link", "mtu", "flag", "empty", "offset"] as [StaticString] where entry.keyIs(key) {
+                seen.append("\(key)")
+            }
+            if let value = entry.uint16 { seen.append("q \(value)") }
+            if let value = entry.bool { seen.append("b \(value)") }
+            if let value = entry.string() { seen.append("s \(value)") }
+            if let value = entry.objectPath() { seen.append("o \(value)") }
+            return true
+        }
+        return done ? seen : nil
+    }
+
+    @Test("basic contents after an ay and as the first argument, any padding")
+    func basicContents() throws {
+        let entries: [(String, DBusValue)] = [
+            ("device", .objectPath("/org/bluez/hci0/dev_00_11_22_33_44_55")), ("link", .string("LE")),
+            ("mtu", .uint16(517)), ("flag", .bool(true)), ("empty", .string("")), ("offset", .uint16(0xfffe)),
+            ("x", .bool(false)),
+        ]
+        let expected = [
+            "device", "o /org/bluez/hci0/dev_00_11_22_33_44_55", "link", "s LE", "mtu", "q 517", "flag", "b true",
+            "empty", "s ", "offset", "q 65534", "b false",
+        ]
+        #expect(wireEntries(try message([.variantDictionary(entries)]), at: 0) == expected)
+        for count in 0..<9 {
+            let call = try message([.bytes(Array(repeating: 7, count: count)), .variantDictionary(entries)])
+            #expect(wireEntries(call, at: 1) == expected, "after \(count) bytes")
+        }
+        #expect(wireEntries(try message([.variantDictionary([])]), at: 0) == [])
+    }
+
+    @Test("other contents, layouts or a refused entry: false")
+    func refusals() throws {
+        for content in [DBusValue.uint32(1), .variant(.uint16(4)), .byte(1), .int16(2), .array(elementSignature: "s", [])] {
+            let call = try message([.variantDictionary([("mtu", .uint16(23)), ("k", content)])])
+            #expect(wireEntries(call, at: 0) == nil, "\(content)")
+        }
+        let options = DBusValue.variantDictionary([("mtu", .uint16(23))])
+        #expect(wireEntries(try message([.string("x"), options]), at: 1) == nil)
+        #expect(wireEntries(try message([options]), at: 1) == nil)
+        #expect(wireEntries(try message([.bytes([1]), options]), at: 0) == nil)
+        #expect(wireEntries(try message([options, options, options]), at: 2) == nil)
+        let call = try message([.variantDictionary([("a", .uint16(1)), ("b", .uint16(2))])])
+        var calls = 0
+        #expect(!call.forEachWireVariantEntry(at: 0) { _ in calls += 1; return false })
+        #expect(calls == 1)
+    }
+}
