@@ -8,8 +8,9 @@
 //   body bytes (nothing lost or changed in either direction);
 // - the typed fast paths (`variantDictionary(at:)`, `bytes(at:)`) agree with the
 //   generic decoder for every argument;
-// - every typed accessor on every value, `GattRequestOptions` from each `a{sv}` (both
-//   ways agree), and `ControlRequest` for each org.gattd.Manager1 method.
+// - every typed accessor on every value, `GattRequestOptions` from each `a{sv}` (all its
+//   readers agree, the wire-bytes one of the hot path included), and `ControlRequest` for
+//   each org.gattd.Manager1 method.
 import CDBus
 import Control
 import FuzzSupport
@@ -70,6 +71,16 @@ private func check(_ message: Message, body: [UInt8]) {
             let fromValue = Result { () throws(DBusKit.DBusError) in try GattRequestOptions(argument, method: "ReadValue") }
             let fromEntries = Result { () throws(DBusKit.DBusError) in try GattRequestOptions(entries: entries, method: "ReadValue") }
             precondition(fromValue == fromEntries, "GattRequestOptions differs between its two readers")
+            // The hot path's reader (the message's wire bytes, else an in-place walk), with
+            // and without a previous request's device and link to reuse.
+            for previous in [nil, "/org/bluez/hci0/dev_00_11_22_33_44_55"] {
+                let inPlace = Result { () throws(DBusKit.DBusError) in
+                    try GattRequestOptions(
+                        message, argument: index, method: "ReadValue", previousDevice: previous,
+                        previousLink: previous.map { _ in "LE" })
+                }
+                precondition(inPlace == fromEntries, "GattRequestOptions from the message differs from the entries")
+            }
         } else {
             precondition(dictionary == nil, "variantDictionary(at:) accepted a \(argument.signature)")
         }
