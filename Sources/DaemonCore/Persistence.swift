@@ -177,8 +177,7 @@ public final class Persistence {
 
     /// Records a counter; saved within `timerSaveDelay`.
     public func recordCounter(_ value: Int64, id: String) {
-        guard counters[id] != value else { return }
-        counters[id] = value
+        guard counters.updateValue(value, forKey: id) != value else { return }
         scheduleDelayedSave()
     }
 
@@ -222,14 +221,15 @@ public final class Persistence {
     }
 
     private func valueChanged(_ attribute: Attribute, _ origin: ValueChangeOrigin) {
-        guard persists(attribute) else { return }
+        // The save already scheduled covers this change too; `persists` (a lookup by id)
+        // is asked only when a save would be scheduled, not on every tick of a timer.
         switch origin {
         case .central, .control, .configuration:
             // Normally covered by a commit; this also saves writes nobody waits for
             // (write-without-response) and a reload's new initial values.
-            scheduleFlush()
+            if !flushScheduled && persists(attribute) { scheduleFlush() }
         case .timer:
-            scheduleDelayedSave()
+            if !delayedSaveScheduled && persists(attribute) { scheduleDelayedSave() }
         case .restored:
             break
         }
