@@ -29,7 +29,6 @@ public final class UpdateScheduler {
             let updater = ValueUpdater(
                 attribute: attribute, definition: update, source: makeSource(characteristic.id, update.source),
                 database: database, logger: logger)
-            updater.hasRoom = { [weak self] in self?.hasRoom?($0) ?? true }
             updaters[characteristic.id] = updater
         }
         database.observeSubscriptions { [weak self] attribute in self?.subscriptionChanged(attribute) }
@@ -69,11 +68,16 @@ public final class UpdateScheduler {
         }
     }
 
-    /// Timers currently running.
     /// Whether a characteristic's notification queue (`delivery: "all"`) takes another
-    /// value; a tick that finds it full is skipped, so a source loses no reading.
-    public var hasRoom: ((Attribute) -> Bool)?
+    /// value; a tick that finds it full is skipped, so a source loses no reading. Handed
+    /// to every updater, which asks it directly on each tick.
+    public var hasRoom: ((Attribute) -> Bool)? {
+        didSet {
+            for updater in updaters.values { updater.hasRoom = hasRoom }
+        }
+    }
 
+    /// Timers currently running.
     public var runningCount: Int { updaters.values.filter(\.isRunning).count }
 
     private func subscriptionChanged(_ attribute: Attribute) {
