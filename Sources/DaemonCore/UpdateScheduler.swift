@@ -42,7 +42,7 @@ public final class UpdateScheduler {
             case .counter(let start, let step, let min, let max):
                 return CounterSource(
                     start: start, step: step, min: min, max: max, resumeFrom: persistence?.savedCounter(id: id),
-                    record: { [weak persistence] value in persistence?.recordCounter(value, id: id) })
+                    record: persistence?.counterRecorder(id: id) ?? { _ in })
             case .random(let min, let max, let integer):
                 return RandomSource(min: min, max: max, integer: integer)
             case .file(let path, let format, let scale, let offset):
