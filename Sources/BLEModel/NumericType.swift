@@ -75,15 +75,19 @@ public enum NumericType: String, CaseIterable, Sendable {
         default:
             guard value.isFinite else { throw ValueEncodingError("\(value) is not a finite number") }
             let rounded = value.rounded(.toNearestOrAwayFromZero)
-            let text = rounded == rounded.rounded(.towardZero) && abs(rounded) < 1e18 ? String(Int64(rounded)) : "\(value)"
+            // The text of the error only: built when the value does not fit, not on every tick.
+            func outOfRangeError() -> ValueEncodingError {
+                outOfRange(
+                    rounded == rounded.rounded(.towardZero) && abs(rounded) < 1e18 ? String(Int64(rounded)) : "\(value)")
+            }
             if isSigned {
                 guard rounded >= -9.223_372_036_854_775_808e18, rounded < 9.223_372_036_854_775_808e18,
                     fits(signed: Int64(rounded))
-                else { throw outOfRange(text) }
+                else { throw outOfRangeError() }
                 return littleEndian(UInt64(bitPattern: Int64(rounded)))
             }
             guard rounded >= 0, rounded < 1.844_674_407_370_955_161_6e19, fits(unsigned: UInt64(rounded)) else {
-                throw outOfRange(text)
+                throw outOfRangeError()
             }
             return littleEndian(UInt64(rounded))
         }

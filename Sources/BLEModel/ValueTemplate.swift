@@ -38,6 +38,8 @@ public struct ValueTemplate: Sendable, Equatable {
     /// slots with its shortest decimal text (`72`, `36.4`).
     /// - Throws: `ValueEncodingError` when the number does not fit a slot; never wraps.
     public func render(number: Double) throws(ValueEncodingError) -> [UInt8] {
+        // The common `{"uint32": "$"}`: the slot's encoding is the value, no copy into a buffer.
+        if segments.count == 1, case .number(let type) = segments[0] { return try type.encode(number) }
         var output: [UInt8] = []
         for segment in segments {
             switch segment {

@@ -6,7 +6,7 @@
 /// After a restart it continues from the last value it produced (`resumeFrom`, from
 /// `Persistence.savedCounter`), so the first tick yields `resumeFrom + step`; a saved
 /// value outside `min...max` (the definition changed) is ignored. Every produced value is
-/// passed to `record` (`Persistence.recordCounter`).
+/// passed to `record` (`Persistence.counterRecorder(id:)`).
 public final class CounterSource: ValueSource {
     public let start: Int64
     public let step: Int64

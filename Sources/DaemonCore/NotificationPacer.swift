@@ -25,10 +25,21 @@ public final class NotificationPacer {
     public static let defaultInterval: Duration = .milliseconds(10)
 
     private final class Lane {
+        /// The characteristic's interval, and the eighth and half of it (`Duration`
+        /// division is 128-bit arithmetic: done once here, not per notification).
+        let interval: Duration
+        let onTimeMargin: Duration
+        let minimumGap: Duration
         /// The earliest time of the next notification; nil before the first.
         var nextSlot: ContinuousClock.Instant?
         var cancelPending: (() -> Void)?
         var warnedTruncation = false
+
+        init(interval: Duration) {
+            self.interval = interval
+            onTimeMargin = interval / 8
+            minimumGap = interval / 2
+        }
     }
 
     private let intervals: [String: Duration]
@@ -73,14 +84,14 @@ public final class NotificationPacer {
         if let existing = lanes[attribute.id] {
             lane = existing
         } else {
-            lane = Lane()
+            lane = Lane(interval: interval(for: attribute.id))
             lanes[attribute.id] = lane
         }
         if lane.cancelPending != nil {
             coalescedCount += 1
             return
         }
-        if let slot = lane.nextSlot, clock.now() < slot - interval(for: attribute.id) / 8 {
+        if let slot = lane.nextSlot, clock.now() < slot - lane.onTimeMargin {
             lane.cancelPending = clock.at(slot) { [weak self, unowned lane] in
                 lane.cancelPending = nil
                 self?.sendNow(attribute, lane)
@@ -104,9 +115,8 @@ public final class NotificationPacer {
                 ])
         }
         let now = clock.now()
-        let interval = interval(for: attribute.id)
         let previousSlot = lane.nextSlot
-        lane.nextSlot = max((lane.nextSlot ?? now) + interval, now + interval / 2)
+        lane.nextSlot = max((lane.nextSlot ?? now) + lane.interval, now + lane.minimumGap)
         guard send(attribute) else {
             lane.nextSlot = previousSlot
             return

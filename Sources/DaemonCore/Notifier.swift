@@ -77,7 +77,7 @@ public final class Notifier {
     private let clock: PacerClock
     private let logger: Logger
     /// Lanes of characteristics with `delivery: "all"` or indications only; the others
-    /// take the pacer's path alone.
+    /// take the pacer's path alone. Read through `findLane(_:)`.
     private var lanes: [String: Lane] = [:]
     /// Values dropped because a queue was full when a non-program change arrived.
     public private(set) var droppedCount = 0
@@ -104,15 +104,21 @@ public final class Notifier {
             self.changed(attribute, origin)
         }
         database.observeSubscriptions { [weak self] attribute in
-            guard let self, !attribute.isNotifying, let lane = self.lanes[attribute.id] else { return }
+            guard let self, !attribute.isNotifying, let lane = self.findLane(attribute) else { return }
             let wasFull = lane.count >= lane.capacity
             lane.clear()
             if wasFull { self.readyIfOwed(attribute, lane) }
         }
     }
 
+    /// The lane of `attribute`, if it has one. Most definitions have no lane at all: then
+    /// no lookup by id is made on the notification path.
+    private func findLane(_ attribute: Attribute) -> Lane? {
+        lanes.isEmpty ? nil : lanes[attribute.id]
+    }
+
     private func changed(_ attribute: Attribute, _ origin: ValueChangeOrigin) {
-        guard let lane = lanes[attribute.id], lane.delivery == .all else {
+        guard let lane = findLane(attribute), lane.delivery == .all else {
             pacer.submit(attribute)
             return
         }
@@ -133,7 +139,7 @@ public final class Notifier {
     /// still waiting for its `Confirm`.
     private func deliver(_ attribute: Attribute) -> Bool {
         guard let sink else { return false }
-        guard let lane = lanes[attribute.id] else { return sink.send(attribute, value: attribute.value) }
+        guard let lane = findLane(attribute) else { return sink.send(attribute, value: attribute.value) }
         if lane.awaitingConfirm != nil {
             lane.held = true
             return false
@@ -180,17 +186,17 @@ public final class Notifier {
 
     /// The queue length of `attribute` when it queues every value (`delivery: "all"`).
     public func queueCapacity(_ attribute: Attribute) -> Int? {
-        guard let lane = lanes[attribute.id], lane.delivery == .all else { return nil }
+        guard let lane = findLane(attribute), lane.delivery == .all else { return nil }
         return lane.capacity
     }
 
     /// Values of `attribute` waiting to be notified.
-    public func queuedCount(_ attribute: Attribute) -> Int { lanes[attribute.id]?.count ?? 0 }
+    public func queuedCount(_ attribute: Attribute) -> Int { findLane(attribute)?.count ?? 0 }
 
     /// Whether one more value of `attribute` can be queued (always, when it is not
     /// queued or nobody is subscribed).
     public func hasRoom(_ attribute: Attribute) -> Bool {
-        guard attribute.isNotifying, let lane = lanes[attribute.id], lane.delivery == .all else { return true }
+        guard attribute.isNotifying, let lane = findLane(attribute), lane.delivery == .all else { return true }
         return lane.count < lane.capacity
     }
 
@@ -198,16 +204,16 @@ public final class Notifier {
     /// follows when room frees.
     public func admits(_ attribute: Attribute) -> Bool {
         guard !hasRoom(attribute) else { return true }
-        lanes[attribute.id]?.owesReady = true
+        findLane(attribute)?.owesReady = true
         return false
     }
 
     /// Whether an indication of `attribute` is out and not yet confirmed.
-    public func isAwaitingConfirm(_ attribute: Attribute) -> Bool { lanes[attribute.id]?.awaitingConfirm != nil }
+    public func isAwaitingConfirm(_ attribute: Attribute) -> Bool { findLane(attribute)?.awaitingConfirm != nil }
 
     /// A central confirmed an indication of `attribute`.
     public func confirmed(_ attribute: Attribute) {
-        guard let lane = lanes[attribute.id], let cancel = lane.awaitingConfirm else { return }
+        guard let lane = findLane(attribute), let cancel = lane.awaitingConfirm else { return }
         cancel()
         lane.awaitingConfirm = nil
         resume(attribute, lane)

@@ -38,7 +38,9 @@ public final class Persistence {
     private let advertisementIDs: Set<String>
     /// The document on disk, as far as this process knows.
     private var saved = StateDocument()
-    private var counters: [String: Int64] = [:]
+    /// The counter of each value source, by characteristic id; a cell, so that a source's
+    /// recorder (`counterRecorder(id:)`) updates it without a lookup on every tick.
+    private var counters: [String: CounterCell] = [:]
     private var advertisementStates: [String: Bool] = [:]
     private var advertisementData: [String: String] = [:]
     private var waiting: [(id: String?, reply: Reply)] = []
@@ -122,7 +124,7 @@ public final class Persistence {
         }
         for (id, source) in document.sources.sorted(by: { $0.key < $1.key }) {
             if updatedIDs.contains(id) {
-                counters[id] = source.counter
+                counterCell(id).value = source.counter
             } else {
                 dropped.append(DroppedValue(id: id, reason: "no longer has a value source"))
             }
@@ -173,13 +175,31 @@ public final class Persistence {
 
     /// The counter of the value source that updates characteristic `id`, as restored or
     /// last recorded; nil when there is none.
-    public func savedCounter(id: String) -> Int64? { counters[id] }
+    public func savedCounter(id: String) -> Int64? { counters[id]?.value }
 
     /// Records a counter; saved within `timerSaveDelay`.
     public func recordCounter(_ value: Int64, id: String) {
-        guard counters[id] != value else { return }
-        counters[id] = value
+        record(value, in: counterCell(id))
+    }
+
+    /// `recordCounter(_:id:)` for the value source of characteristic `id`, with the id
+    /// looked up once, here, not on every tick.
+    public func counterRecorder(id: String) -> (Int64) -> Void {
+        let cell = counterCell(id)
+        return { [weak self] value in self?.record(value, in: cell) }
+    }
+
+    private func record(_ value: Int64, in cell: CounterCell) {
+        guard cell.value != value else { return }
+        cell.value = value
         scheduleDelayedSave()
+    }
+
+    private func counterCell(_ id: String) -> CounterCell {
+        if let cell = counters[id] { return cell }
+        let cell = CounterCell()
+        counters[id] = cell
+        return cell
     }
 
     /// Whether advertisement `id` was on, as restored or last recorded; nil when unknown.
@@ -222,14 +242,15 @@ public final class Persistence {
     }
 
     private func valueChanged(_ attribute: Attribute, _ origin: ValueChangeOrigin) {
-        guard persists(attribute) else { return }
+        // The save already scheduled covers this change too; `persists` (a lookup by id)
+        // is asked only when a save would be scheduled, not on every tick of a timer.
         switch origin {
         case .central, .control, .configuration:
             // Normally covered by a commit; this also saves writes nobody waits for
             // (write-without-response) and a reload's new initial values.
-            scheduleFlush()
+            if !flushScheduled && persists(attribute) { scheduleFlush() }
         case .timer:
-            scheduleDelayedSave()
+            if !delayedSaveScheduled && persists(attribute) { scheduleDelayedSave() }
         case .restored:
             break
         }
@@ -314,9 +335,14 @@ public final class Persistence {
                 document.descriptors[attribute.id] = value
             }
         }
-        document.sources = counters.mapValues { StateDocument.SavedSource(counter: $0) }
+        document.sources = counters.compactMapValues { $0.value.map { StateDocument.SavedSource(counter: $0) } }
         document.advertisements = advertisementStates
         document.advertisementData = advertisementData
         return document
     }
+}
+
+/// A value source's counter as `Persistence` keeps it; nil until restored or recorded.
+private final class CounterCell {
+    var value: Int64?
 }

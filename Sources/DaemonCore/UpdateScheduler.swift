@@ -29,7 +29,6 @@ public final class UpdateScheduler {
             let updater = ValueUpdater(
                 attribute: attribute, definition: update, source: makeSource(characteristic.id, update.source),
                 database: database, logger: logger)
-            updater.hasRoom = { [weak self] in self?.hasRoom?($0) ?? true }
             updaters[characteristic.id] = updater
         }
         database.observeSubscriptions { [weak self] attribute in self?.subscriptionChanged(attribute) }
@@ -43,7 +42,7 @@ public final class UpdateScheduler {
             case .counter(let start, let step, let min, let max):
                 return CounterSource(
                     start: start, step: step, min: min, max: max, resumeFrom: persistence?.savedCounter(id: id),
-                    record: { [weak persistence] value in persistence?.recordCounter(value, id: id) })
+                    record: persistence?.counterRecorder(id: id) ?? { _ in })
             case .random(let min, let max, let integer):
                 return RandomSource(min: min, max: max, integer: integer)
             case .file(let path, let format, let scale, let offset):
@@ -69,11 +68,16 @@ public final class UpdateScheduler {
         }
     }
 
-    /// Timers currently running.
     /// Whether a characteristic's notification queue (`delivery: "all"`) takes another
-    /// value; a tick that finds it full is skipped, so a source loses no reading.
-    public var hasRoom: ((Attribute) -> Bool)?
+    /// value; a tick that finds it full is skipped, so a source loses no reading. Handed
+    /// to every updater, which asks it directly on each tick.
+    public var hasRoom: ((Attribute) -> Bool)? {
+        didSet {
+            for updater in updaters.values { updater.hasRoom = hasRoom }
+        }
+    }
 
+    /// Timers currently running.
     public var runningCount: Int { updaters.values.filter(\.isRunning).count }
 
     private func subscriptionChanged(_ attribute: Attribute) {

@@ -28,6 +28,10 @@ public final class ValueUpdater {
     public private(set) var updates = 0
     /// Whether the characteristic's notification queue takes another value.
     public var hasRoom: ((Attribute) -> Bool)?
+    /// What a reading lands in; made once, not a new closure (and weak reference) per tick.
+    private lazy var landReading: (Result<SourceReading, SourceFailure>) -> Void = { [weak self] result in
+        self?.apply(result)
+    }
 
     public init(
         attribute: Attribute, definition: UpdateDefinition, source: any ValueSource, database: AttributeDatabase,
@@ -70,7 +74,7 @@ public final class ValueUpdater {
             return
         }
         ticks += 1
-        source.next { [weak self] result in self?.apply(result) }
+        source.next(landReading)
     }
 
     private func apply(_ result: Result<SourceReading, SourceFailure>) {

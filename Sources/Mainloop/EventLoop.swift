@@ -221,10 +221,10 @@ public final class EventLoop {
         guard timers.first != nil else { return }
         let now = MonotonicTime.now()
         while let timer = timers.first, timer.deadline <= now {
-            timers.remove(timer)
             if let period = timer.period {
-                timer.deadline = LoopTimer.nextDeadline(after: timer.deadline, period: period, now: now)
-                timers.insert(timer)
+                timers.postpone(timer, to: LoopTimer.nextDeadline(after: timer.deadline, period: period, now: now))
+            } else {
+                timers.remove(timer)
             }
             timer.handler()
         }

@@ -30,6 +30,15 @@ struct TimerHeap {
         }
     }
 
+    /// Moves a scheduled timer to a later deadline (a repeating timer's next firing): one
+    /// sift down in place instead of a removal and an insertion.
+    mutating func postpone(_ timer: LoopTimer, to deadline: Int64) {
+        precondition(timer.heapIndex >= 0 && items[timer.heapIndex] === timer, "timer not scheduled")
+        precondition(deadline >= timer.deadline, "a timer is only postponed")
+        timer.deadline = deadline
+        siftDown(timer.heapIndex)
+    }
+
     private static func less(_ a: LoopTimer, _ b: LoopTimer) -> Bool {
         a.deadline != b.deadline ? a.deadline < b.deadline : a.sequence < b.sequence
     }
