@@ -31,18 +31,16 @@ struct GattRequestOptions: Equatable {
         for (key, variant) in entries { try apply(key, variant, method: method) }
     }
 
-    /// From argument `index` of a call (declared `a{sv}`), read in place without collecting
-    /// the entries: the ReadValue/WriteValue hot path. The options bluetoothd sends with
-    /// their types are read straight from the message (`device` is `previousDevice` itself
-    /// when it names the same device, so a repeated read makes no new string); anything
-    /// else goes the generic way, through `apply`, and is accepted or refused as there.
-    /// `link` likewise is `previousLink` itself when equal.
+    /// From argument `index` of a call (declared `a{sv}`): the ReadValue/WriteValue hot
+    /// path. bluetoothd's own options (`device`, `mtu`, `link`, `offset` with their types)
+    /// are read from the message's wire bytes, `device` and `link` being `previousDevice`
+    /// and `previousLink` themselves when equal (a repeated read makes no new string);
+    /// anything else makes the whole argument go the generic way, through `apply`, and be
+    /// accepted or refused as there.
     init(
         _ message: Message, argument index: Int, method: String, previousDevice: String? = nil,
         previousLink: String? = nil
     ) throws(DBusError) {
-        // bluetoothd's options with their types, read from the wire bytes; anything else
-        // (or a layout the wire reader does not take) makes the walk below start over.
         var fast = GattRequestOptions()
         if message.forEachWireVariantEntry(at: index, { entry in
             fast.applyWire(entry, previousDevice: previousDevice, previousLink: previousLink)
@@ -50,32 +48,13 @@ struct GattRequestOptions: Equatable {
             self = fast
             return
         }
-        try message.forEachVariantEntry(at: index) { entry throws(DBusError) in
-            guard !applyTyped(entry, previousDevice: previousDevice, previousLink: previousLink) else { return }
-            let (key, variant) = try entry.decoded()
+        try message.forEachVariantDictionaryEntry(at: index) { key, variant throws(DBusError) in
             try apply(key, variant, method: method)
         }
     }
 
-    /// `apply` for the common keys with the expected type; false: not handled here.
-    private mutating func applyTyped(
-        _ entry: borrowing VariantEntry, previousDevice: String?, previousLink: String?
-    ) -> Bool {
-        if entry.keyIs("device"), let path = entry.objectPath(reusing: previousDevice) {
-            device = path
-        } else if entry.keyIs("mtu"), let number = entry.uint16 {
-            mtu = Int(number)
-        } else if entry.keyIs("link"), let text = entry.string(reusing: previousLink) {
-            link = text
-        } else if entry.keyIs("offset"), let number = entry.uint16 {
-            offset = Int(number)
-        } else {
-            return false
-        }
-        return true
-    }
-
-    /// `applyTyped` for an entry read from the wire bytes.
+    /// `apply` for bluetoothd's options with their types, read from the wire bytes; false:
+    /// not one of them (the caller starts over the generic way).
     private mutating func applyWire(
         _ entry: borrowing WireVariantEntry, previousDevice: String?, previousLink: String?
     ) -> Bool {
