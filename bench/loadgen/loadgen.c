@@ -126,8 +126,8 @@ static void die(const char *what, int r)
 
 /* ---- /proc ---------------------------------------------------------------- */
 
-/* utime+stime of the whole process, in clock ticks. */
-static long long proc_ticks(pid_t pid)
+/* utime+stime of the whole process, in clock ticks; its stime alone in *sys when given. */
+static long long proc_ticks_split(pid_t pid, long long *sys)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", pid);
@@ -144,18 +144,22 @@ static long long proc_ticks(pid_t pid)
     /* fields after ")": state(3) ... utime(14) stime(15) */
     if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
         return -1;
+    if (sys)
+        *sys = (long long)st;
     return (long long)(ut + st);
 }
 
-/* Sum of on-CPU nanoseconds of the live threads (schedstat field 1). */
-static long long proc_sched_ns(pid_t pid)
+
+/* Sum of on-CPU nanoseconds of the live threads (schedstat field 1), and, in *slices
+ * when given, of the times they were put on the CPU (field 3). */
+static long long proc_sched(pid_t pid, long long *slices)
 {
     char path[300];
     snprintf(path, sizeof path, "/proc/%d/task", pid);
     DIR *d = opendir(path);
     if (!d)
         return -1;
-    long long sum = 0;
+    long long sum = 0, runs = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.')
@@ -164,14 +168,21 @@ static long long proc_sched_ns(pid_t pid)
         FILE *f = fopen(path, "r");
         if (!f)
             continue;
-        unsigned long long ns;
-        if (fscanf(f, "%llu", &ns) == 1)
+        unsigned long long ns, wait, count;
+        int n = fscanf(f, "%llu %llu %llu", &ns, &wait, &count);
+        if (n >= 1)
             sum += (long long)ns;
+        if (n == 3)
+            runs += (long long)count;
         fclose(f);
     }
     closedir(d);
+    if (slices)
+        *slices = runs;
     return sum;
 }
+
+static long long proc_sched_ns(pid_t pid) { return proc_sched(pid, NULL); }
 
 static long proc_status_kb(pid_t pid, const char *key)
 {
@@ -190,13 +201,20 @@ static long proc_status_kb(pid_t pid, const char *key)
 }
 
 struct cpu_mark {
-    long long ticks, sched_ns, handler_ns, bus_ns, self_ns;
+    long long ticks, sys_ticks, sched_ns, handler_ns, bus_ns, self_ns;
+    /* Times each was put on the CPU (schedstat field 3): context switches in. */
+    long long slices, bus_slices, self_slices;
 };
 
 static struct cpu_mark cpu_now(void)
 {
-    struct cpu_mark m = {proc_ticks(child), proc_sched_ns(child), handler_pid > 0 ? proc_sched_ns(handler_pid) : -1,
-                         bus_pid > 0 ? proc_sched_ns(bus_pid) : -1, proc_sched_ns(getpid())};
+    struct cpu_mark m = {.handler_ns = handler_pid > 0 ? proc_sched_ns(handler_pid) : -1,
+                         .bus_ns = -1, .bus_slices = -1};
+    m.ticks = proc_ticks_split(child, &m.sys_ticks);
+    m.sched_ns = proc_sched(child, &m.slices);
+    if (bus_pid > 0)
+        m.bus_ns = proc_sched(bus_pid, &m.bus_slices);
+    m.self_ns = proc_sched(getpid(), &m.self_slices);
     return m;
 }
 
@@ -205,11 +223,12 @@ static void print_cpu(struct cpu_mark a, struct cpu_mark b, long ops)
 {
     double hz = (double)sysconf(_SC_CLK_TCK);
     if (ops <= 0 || a.ticks < 0 || b.ticks < 0) {
-        printf(" cpu_s_per_10k=- schedstat_s_per_10k=-");
+        printf(" cpu_s_per_10k=- sys_s_per_10k=- schedstat_s_per_10k=-");
         return;
     }
-    printf(" cpu_s_per_10k=%.4f schedstat_s_per_10k=%.4f",
+    printf(" cpu_s_per_10k=%.4f sys_s_per_10k=%.4f schedstat_s_per_10k=%.4f",
            (double)(b.ticks - a.ticks) / hz * 10000.0 / (double)ops,
+           (double)(b.sys_ticks - a.sys_ticks) / hz * 10000.0 / (double)ops,
            (double)(b.sched_ns - a.sched_ns) / 1e9 * 10000.0 / (double)ops);
     if (a.handler_ns >= 0 && b.handler_ns >= 0)
         printf(" handler_schedstat_s_per_10k=%.4f", (double)(b.handler_ns - a.handler_ns) / 1e9 * 10000.0 / (double)ops);
@@ -219,6 +238,12 @@ static void print_cpu(struct cpu_mark a, struct cpu_mark b, long ops)
         printf(" bus_schedstat_s_per_10k=%.4f", (double)(b.bus_ns - a.bus_ns) / 1e9 * 10000.0 / (double)ops);
     if (a.self_ns >= 0 && b.self_ns >= 0)
         printf(" loadgen_schedstat_s_per_10k=%.4f", (double)(b.self_ns - a.self_ns) / 1e9 * 10000.0 / (double)ops);
+    /* How often each went on the CPU per operation: a round trip costs more when a
+     * process is switched in twice for it (preempted, then resumed). */
+    printf(" slices_per_op=%.3f", (double)(b.slices - a.slices) / (double)ops);
+    if (a.bus_slices >= 0 && b.bus_slices >= 0)
+        printf(" bus_slices_per_op=%.3f", (double)(b.bus_slices - a.bus_slices) / (double)ops);
+    printf(" loadgen_slices_per_op=%.3f", (double)(b.self_slices - a.self_slices) / (double)ops);
 }
 
 /* Starts the handler program and waits (pumping the bus) for its "registered" line. */
@@ -681,7 +706,7 @@ static void rpc_free(struct rpc *p)
 static void phase_rpc(const char *name, enum call_kind kind, long n, int window, int check)
 {
     struct rpc p = {.kind = kind, .check_value = check, .expect = {0x00, 0x11, 0x22, 0x33}};
-    struct cpu_mark c0 = {0, 0, -1, -1, -1}, c1;
+    struct cpu_mark c0 = {.handler_ns = -1, .bus_ns = -1, .self_ns = -1, .bus_slices = -1}, c1;
     if (kind != CALL_PING)
         c0 = cpu_now();
     uint64_t t0 = now_ns();
