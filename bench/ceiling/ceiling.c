@@ -7,15 +7,20 @@
  *
  *   service  12345678-1234-5678-1234-56789abcdef0
  *   rw char  ...def1  flags read,write   value 00 11 22 33, max 512 bytes
- *   seq char ...def2  flags notify       4-byte little-endian sequence number
+ *   seq char ...def2  flags notify       4-byte little-endian sequence number,
+ *                                        NotifyAcquired (AcquireNotify answered)
  *
  * Contract (see bench/README.md):
  * - ReadValue honours `offset` (value[offset:], InvalidOffset past the end);
  *   WriteValue stores value at `offset` and replies unless NO_REPLY_EXPECTED.
  * - StartNotify/StopNotify never reply when flagged NO_REPLY (bluetoothd's way).
  * - While notifying it emits PropertiesChanged(Value = seq, seq += 1):
- *   BENCH_NOTIFY=timer (default) one per tick of a 1 ms timerfd,
+ *   BENCH_NOTIFY=timer (default) one per 1 ms slot of a fixed grid,
  *   BENCH_NOTIFY=flood as fast as libdbus drains its queue (kept < 64 KiB).
+ * - AcquireNotify answers one end of a SOCK_SEQPACKET pair and the MTU; while
+ *   that socket is open each notification is one 4-byte datagram written to
+ *   it instead of a signal (same grid), and its hang-up stops them: bluetoothd's
+ *   socket path at its least cost, for measuring that path's floor.
  * - RegisterApplication on $BENCH_ADAPTER (default /org/bluez/hci0) is sent
  *   with send_with_reply; the loop keeps dispatching while it is pending.
  *   Registration failure exits with status 1.
@@ -29,26 +34,34 @@
  * dbus_message_set_reply_serial): the bytes are fixed and every caller is
  * bluetoothd, so the copy differs from a new reply only in the reply serial;
  * a write drops it, a read at an offset builds its reply.
+ * Built with -DCEILING_SLICE_NS=N (contender ceiling-slice) it first asks the
+ * scheduler for a slice of N ns, as gattd does at start (sched_setattr,
+ * Linux 6.12+; BENCHMARKS.md, "Fewer context switches"): the ceiling with the
+ * same help from the kernel, to show what the slice alone is worth.
  * What it leaves out: no logging, no MTU bookkeeping, no check of the other
  * options' types, no introspection or Properties interface, and only the
  * owner it saw at startup (no NameOwnerChanged tracking).
  *
- * Why it is cheaper than ceiling-old.c: the 1 ms timerfd is armed only while
+ * Why it is cheaper than ceiling-old.c: the 1 ms tick runs only while
  * notifying (the old one woke 1,000 times a second during the read phases),
- * and when nothing is notifying the loop is dbus_connection_read_write_dispatch
+ * each tick is one wait (ppoll, timing out at the slot) and one send (no
+ * timerfd to read), and when nothing is notifying the loop is dbus_connection_read_write_dispatch
  * (one poll + one read per message) instead of poll() followed by
  * dbus_connection_read_write(conn, 0), which polls a second time; and the
  * reply to a whole-value read is a copy of a prepared one (about 6,600
  * instructions less per read than dbus_message_new_method_return plus
  * appending the array).
  */
+#define _GNU_SOURCE
 #include <dbus/dbus.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/timerfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define APP_PATH "/org/gattd/app"
@@ -66,7 +79,8 @@ static unsigned char rw_value[MAX_LEN] = {0x00, 0x11, 0x22, 0x33};
 static int rw_len = 4;
 static int notifying;
 static int flood;
-static int tfd = -1;
+static uint64_t next_slot_ns; /* CLOCK_MONOTONIC time of the next 1 ms slot */
+static int notify_sock = -1;  /* our end of the AcquireNotify socket, or -1 */
 static uint32_t seq;
 static char *bluez_owner; /* unique name of org.bluez at startup */
 /* The reply to a ReadValue of the whole value, unsent: addressed to bluez_owner
@@ -128,6 +142,10 @@ static void append_object(DBusMessageIter *objs, const char *path, const char *i
     if (service) {
         append_variant(&props, "Service", DBUS_TYPE_OBJECT_PATH, &service);
         append_string_array(&props, "Flags", flags, nflags);
+        if (strcmp(path, SEQ_PATH) == 0) {
+            dbus_bool_t acquired = FALSE;
+            append_variant(&props, "NotifyAcquired", DBUS_TYPE_BOOLEAN, &acquired);
+        }
     } else {
         append_variant(&props, "Primary", DBUS_TYPE_BOOLEAN, &primary);
     }
@@ -243,10 +261,23 @@ static DBusMessage *write_value(DBusMessage *call)
     return dbus_message_new_method_return(call);
 }
 
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 static void notify_once(DBusConnection *conn)
 {
     static const char *iface = CHR_IFACE;
     unsigned char v[4] = {seq & 0xff, (seq >> 8) & 0xff, (seq >> 16) & 0xff, seq >> 24};
+    if (notify_sock >= 0) {
+        /* A full socket drops this value (latest wins), as a full bus queue would. */
+        (void)send(notify_sock, v, sizeof v, MSG_DONTWAIT | MSG_NOSIGNAL);
+        seq++;
+        return;
+    }
     DBusMessage *sig = dbus_message_new_signal(SEQ_PATH, DBUS_INTERFACE_PROPERTIES, "PropertiesChanged");
     DBusMessageIter it, dict, inval;
     dbus_message_iter_init_append(sig, &it);
@@ -261,13 +292,35 @@ static void notify_once(DBusConnection *conn)
     seq++;
 }
 
-/* StartNotify/StopNotify: the 1 ms timer runs only while someone listens. */
+/* StartNotify/StopNotify: the 1 ms slots run only while someone listens. */
 static void set_notifying(int on)
 {
-    static const struct itimerspec tick = {{0, 1000000}, {0, 1000000}}, off = {{0, 0}, {0, 0}};
     notifying = on;
-    if (!flood)
-        timerfd_settime(tfd, 0, on ? &tick : &off, NULL);
+    next_slot_ns = now_ns() + 1000000;
+}
+
+/* AcquireNotify: one end of a SOCK_SEQPACKET pair and the MTU (23 without a link). */
+static DBusMessage *acquire_notify(DBusMessage *call)
+{
+    int sv[2];
+    dbus_uint16_t mtu = 23;
+    if (notify_sock >= 0)
+        return dbus_message_new_error(call, "org.bluez.Error.InProgress", NULL);
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
+        return dbus_message_new_error(call, "org.bluez.Error.Failed", NULL);
+    DBusMessage *reply = dbus_message_new_method_return(call);
+    if (!reply || !dbus_message_append_args(reply, DBUS_TYPE_UNIX_FD, &sv[1], DBUS_TYPE_UINT16, &mtu,
+                                            DBUS_TYPE_INVALID)) {
+        if (reply)
+            dbus_message_unref(reply);
+        close(sv[0]);
+        close(sv[1]);
+        return NULL;
+    }
+    close(sv[1]); /* the message holds its own duplicate */
+    notify_sock = sv[0];
+    set_notifying(1);
+    return reply;
 }
 
 static DBusHandlerResult on_message(DBusConnection *conn, DBusMessage *msg, void *data)
@@ -293,6 +346,8 @@ static DBusHandlerResult on_message(DBusConnection *conn, DBusMessage *msg, void
     } else if (strcmp(path, SEQ_PATH) == 0 && strcmp(member, "StartNotify") == 0) {
         set_notifying(1);
         reply = dbus_message_new_method_return(msg);
+    } else if (strcmp(path, SEQ_PATH) == 0 && strcmp(member, "AcquireNotify") == 0) {
+        reply = acquire_notify(msg);
     } else if (strcmp(path, SEQ_PATH) == 0 && strcmp(member, "StopNotify") == 0) {
         set_notifying(0);
         reply = dbus_message_new_method_return(msg);
@@ -362,8 +417,34 @@ static void register_app(DBusConnection *conn)
     dbus_message_unref(m);
 }
 
+#ifdef CEILING_SLICE_NS
+/* struct sched_attr, first version (48 bytes); glibc has no wrapper. */
+struct slice_attr {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+};
+
+static void request_slice(void)
+{
+    struct slice_attr a = {0};
+    if (syscall(SYS_sched_getattr, 0, &a, (unsigned)sizeof a, 0U) == 0) {
+        a.size = sizeof a;
+        a.flags = 0;
+        a.runtime = CEILING_SLICE_NS;
+        if (syscall(SYS_sched_setattr, 0, &a, 0U) != 0)
+            perror("ceiling: sched_setattr");
+    }
+}
+#endif
+
 int main(void)
 {
+#ifdef CEILING_SLICE_NS
+    request_slice();
+#endif
     DBusError err;
     dbus_error_init(&err);
     const char *mode = getenv("BENCH_NOTIFY");
@@ -377,7 +458,6 @@ int main(void)
     bluez_owner = name_owner(conn, "org.bluez");
     if (!bluez_owner)
         return 1;
-    tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     dbus_connection_add_filter(conn, on_message, NULL, NULL);
     register_app(conn);
 
@@ -395,14 +475,26 @@ int main(void)
         int flooding = flood && notifying && dbus_connection_get_outgoing_size(conn) < FLOOD_QUEUE_BYTES;
         struct pollfd pfd[2] = {
             {fd, POLLIN | (dbus_connection_has_messages_to_send(conn) ? POLLOUT : 0), 0},
-            {tfd, POLLIN, 0},
+            {notify_sock, 0, 0}, /* POLLHUP (always reported): the last subscriber left */
         };
-        if (poll(pfd, 2, flooding ? 0 : -1) < 0)
+        struct timespec wait = {0, 0};
+        uint64_t now = now_ns();
+        if (!flood && now < next_slot_ns)
+            wait.tv_nsec = (long)(next_slot_ns - now);
+        if (ppoll(pfd, notify_sock >= 0 ? 2 : 1, flooding || !flood ? &wait : NULL, NULL) < 0)
             continue;
-        if (pfd[1].revents & POLLIN) {
-            uint64_t ticks;
-            if (read(tfd, &ticks, sizeof ticks) == sizeof ticks && notifying)
-                notify_once(conn);
+        if (pfd[1].revents & (POLLHUP | POLLERR)) {
+            close(notify_sock);
+            notify_sock = -1;
+            set_notifying(0);
+        }
+        if (!flood && notifying && (now = now_ns()) >= next_slot_ns) {
+            notify_once(conn);
+            /* One slot on (a late wake-up does not shift the grid), but never closer
+             * than half a slot to this one: gattd's pacer keeps the same rule. */
+            next_slot_ns += 1000000;
+            if (next_slot_ns < now + 500000)
+                next_slot_ns = now + 500000;
         }
         if (pfd[0].revents & (POLLHUP | POLLERR) && !(pfd[0].revents & POLLIN))
             return 0;
