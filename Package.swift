@@ -6,7 +6,7 @@
 // Module graph (arrows are imports):
 //   gattd   -> BlueZ -> DBusKit -> CDBus, Mainloop; BlueZ -> SystemCalls (sockets)
 //   gattd   -> DaemonCore -> BLEModel, Mainloop
-//   gattd   -> SystemdKit -> CSystemd
+//   gattd   -> SystemdKit -> CSystemd; gattd -> SystemCalls (scheduler slice) -> CLinux
 //   gattd   -> Control -> BlueZ, DaemonCore, DBusKit (org.gattd.Manager1)
 //   gattctl -> Control (names only), DBusKit, BLEModel
 // BLEModel and DaemonCore never see D-Bus; only DBusKit sees libdbus.
@@ -40,7 +40,7 @@ let package = Package(
             pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]
         ),
-        .target(name: "SystemCalls", swiftSettings: strict),
+        .target(name: "SystemCalls", dependencies: ["CLinux"], swiftSettings: strict),
         .target(name: "Mainloop", dependencies: ["CLinux", "SystemCalls"], swiftSettings: strict),
         .target(name: "DBusKit", dependencies: ["CDBus", "Mainloop"], swiftSettings: strict),
         .target(name: "BLEModel", swiftSettings: strict),
@@ -75,7 +75,7 @@ let package = Package(
         .executableTarget(
             name: "gattd",
             dependencies: [
-                "BlueZ", "Control", "DaemonCore", "BLEModel", "DBusKit", "Mainloop", "SystemdKit",
+                "BlueZ", "Control", "DaemonCore", "BLEModel", "DBusKit", "Mainloop", "SystemCalls", "SystemdKit",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

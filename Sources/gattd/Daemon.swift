@@ -8,6 +8,7 @@ import DaemonCore
 import Glibc
 import Logging
 import Mainloop
+import SystemCalls
 import SystemdKit
 
 /// Wires the modules together and runs the event loop until SIGTERM or SIGINT; SIGHUP
@@ -160,7 +161,10 @@ final class Daemon {
             return 1
         }
         logger.info(
-            "starting", metadata: ["config": "\(configPath)", "bus.name": "\(connection.uniqueName)"])
+            "starting",
+            metadata: [
+                "config": "\(configPath)", "bus.name": "\(connection.uniqueName)", "sched.slice": "\(requestSchedulerSlice())",
+            ])
         let daemon: Daemon
         do throws(DBusError) {
             daemon = try Daemon(
@@ -173,6 +177,20 @@ final class Daemon {
         daemon.start()
         loop.run()
         return daemon.exitCode
+    }
+
+    /// Asks for gattd's scheduler slice (`SchedulerSlice`) and says what came of it, for the
+    /// "starting" line: `1000us`, or why the kernel's default stays.
+    static func requestSchedulerSlice() -> String {
+        do throws(SystemCallError) {
+            switch try SchedulerSlice.request(nanoseconds: SchedulerSlice.gattdNanoseconds) {
+            case .set(let nanoseconds): return "\(nanoseconds / 1000)us"
+            case .unsupported: return "kernel default (custom slices need Linux 6.12)"
+            case .otherPolicy(let policy): return "kernel default (scheduling policy \(policy))"
+            }
+        } catch {
+            return "kernel default (\(error))"
+        }
     }
 
     func start() {

@@ -85,6 +85,13 @@ central --fresh
 journalctl -u gattd.service -o verbose --no-pager >"$OUT/gattd-verbose.txt"
 grep -q '^ *GATT_ID=label$' "$OUT/gattd-verbose.txt" \
     || { echo "FAIL: journalctl -u gattd -o verbose has no GATT_ID=label field"; exit 1; }
+# The unit's system-call filter lets gattd ask for its scheduler slice: the kernel gave it
+# (Linux 6.12+) or kept its own slice, never EPERM.
+slice=$(sed -n 's/^ *SCHED_SLICE=//p' "$OUT/gattd-verbose.txt" | head -1)
+case "$slice" in
+    1000us | "kernel default (custom slices need Linux 6.12)") echo "scheduler slice: $slice (kernel $(uname -r))" ;;
+    *) echo "FAIL: the starting line's SCHED_SLICE is '$slice', expected 1000us or the kernel's default"; exit 1 ;;
+esac
 n=$(journalctl -u gattd.service --no-pager -o cat GATT_ID=label | wc -l)
 echo "journal: structured fields ($(grep -c '^ *GATT_ID=' "$OUT/gattd-verbose.txt") GATT_ID= fields; journalctl -u gattd GATT_ID=label: $n lines; $(grep -c '^ *SYSLOG_IDENTIFIER=gattd$' "$OUT/gattd-verbose.txt") entries with SYSLOG_IDENTIFIER=gattd)"
 
