@@ -9,16 +9,19 @@ public import Logging
 /// Per characteristic, notifications keep to slots `interval(for:)` apart: the
 /// characteristic's `notifyIntervalMs`, or `defaultInterval` (10 ms: never more than 100
 /// per second, and longer than the 7.5 ms minimum connection interval) when it is absent
-/// or 0. Each send moves the next slot one interval on (so the long-run rate never
-/// exceeds one per interval), but never less than half an interval after the send: a
-/// producer ticking at the interval is not thinned by timer jitter, and no two
-/// notifications are closer than half an interval. A change less than an eighth of an
-/// interval before its slot counts as on time and goes out at once: a producer on the same
-/// period whose grid runs a little ahead of the slots (the first send came a few
-/// microseconds after its tick) is neither delayed nor costs a second wake-up per
-/// notification. An earlier change marks the characteristic pending and one timer sends
-/// it at the slot, with the value it has then: the latest value wins, older ones are
-/// dropped, and no queue exists.
+/// or 0. Times are *due* times (`PacerClock.due`): a change made by a timer's tick (a value
+/// source) counts from the instant the tick was due, however late the loop ran it; any
+/// other change from when it is handled. Each send moves the next slot one interval on
+/// (so the long-run rate never exceeds one per interval), but never less than half an
+/// interval after the send's due time: a producer ticking at the interval is not thinned
+/// by timer jitter, and no two notifications are due closer than half an interval. The
+/// first send's due time sets the grid, so a value source's slots lie on its own ticks:
+/// a late wake-up (the first tick after a subscription is often the slowest) does not
+/// push the grid behind the source, which would make every later tick early and cost a
+/// second wake-up per notification. A change due less than an eighth of an interval
+/// before its slot counts as on time and goes out at once. An earlier change marks the
+/// characteristic pending and one timer sends it at the slot, with the value it has then:
+/// the latest value wins, older ones are dropped, and no queue exists.
 /// A value longer than `MTUTracker.notificationPayload` is sent (bluetoothd cuts it) and
 /// warned about once per characteristic.
 public final class NotificationPacer {
@@ -91,17 +94,18 @@ public final class NotificationPacer {
             coalescedCount += 1
             return
         }
-        if let slot = lane.nextSlot, clock.now() < slot - lane.onTimeMargin {
+        let due = clock.due()
+        if let slot = lane.nextSlot, due < slot - lane.onTimeMargin {
             lane.cancelPending = clock.at(slot) { [weak self, unowned lane] in
                 lane.cancelPending = nil
-                self?.sendNow(attribute, lane)
+                self?.sendNow(attribute, lane, due: slot)
             }
             return
         }
-        sendNow(attribute, lane)
+        sendNow(attribute, lane, due: due)
     }
 
-    private func sendNow(_ attribute: Attribute, _ lane: Lane) {
+    private func sendNow(_ attribute: Attribute, _ lane: Lane, due: ContinuousClock.Instant) {
         guard attribute.isNotifying else { return }  // The last subscriber left meanwhile.
         let limit = mtu.notificationPayload
         if attribute.value.count > limit && !lane.warnedTruncation {
@@ -114,9 +118,8 @@ public final class NotificationPacer {
                     "sent": "\(limit)",
                 ])
         }
-        let now = clock.now()
         let previousSlot = lane.nextSlot
-        lane.nextSlot = max((lane.nextSlot ?? now) + lane.interval, now + lane.minimumGap)
+        lane.nextSlot = max((lane.nextSlot ?? due) + lane.interval, due + lane.minimumGap)
         guard send(attribute) else {
             lane.nextSlot = previousSlot
             return

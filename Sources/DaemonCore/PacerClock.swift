@@ -9,13 +9,19 @@ public struct PacerClock {
     public var now: () -> ContinuousClock.Instant
     /// Runs the closure once at the instant; returns the function that cancels it.
     public var at: (ContinuousClock.Instant, @escaping () -> Void) -> () -> Void
+    /// When the work now being done was due: inside a timer's callback its deadline (a
+    /// value source's tick is due on its grid, whenever the loop woke for it), else `now()`.
+    public var due: () -> ContinuousClock.Instant
 
+    /// `due` defaults to `now`: every event is taken as due when it is handled.
     public init(
         now: @escaping () -> ContinuousClock.Instant,
-        at: @escaping (ContinuousClock.Instant, @escaping () -> Void) -> () -> Void
+        at: @escaping (ContinuousClock.Instant, @escaping () -> Void) -> () -> Void,
+        due: (() -> ContinuousClock.Instant)? = nil
     ) {
         self.now = now
         self.at = at
+        self.due = due ?? now
     }
 
     public static func loop(_ loop: EventLoop) -> PacerClock {
@@ -24,6 +30,7 @@ public struct PacerClock {
             at: { instant, job in
                 let timer = loop.timer(at: instant, job)
                 return { timer.cancel() }
-            })
+            },
+            due: { loop.runningTimerDue ?? ContinuousClock.now })
     }
 }

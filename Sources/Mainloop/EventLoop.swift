@@ -217,16 +217,30 @@ public final class EventLoop {
         }
     }
 
+    /// While a timer's handler runs, its deadline (CLOCK_MONOTONIC nanoseconds): when the
+    /// work it does was due, however late the loop woke for it.
+    private var runningTimerDeadline: Int64?
+
+    /// Inside a timer's handler, the instant the timer was due (its deadline, not the time
+    /// it actually ran); nil elsewhere. A periodic timer's deadlines lie on its exact grid.
+    public var runningTimerDue: ContinuousClock.Instant? {
+        guard let deadline = runningTimerDeadline else { return nil }
+        return ContinuousClock.now - .nanoseconds(MonotonicTime.now() - deadline)
+    }
+
     private func runDueTimers() {
         guard timers.first != nil else { return }
         let now = MonotonicTime.now()
         while let timer = timers.first, timer.deadline <= now {
+            let deadline = timer.deadline
             if let period = timer.period {
-                timers.postpone(timer, to: LoopTimer.nextDeadline(after: timer.deadline, period: period, now: now))
+                timers.postpone(timer, to: LoopTimer.nextDeadline(after: deadline, period: period, now: now))
             } else {
                 timers.remove(timer)
             }
+            runningTimerDeadline = deadline
             timer.handler()
+            runningTimerDeadline = nil
         }
     }
 

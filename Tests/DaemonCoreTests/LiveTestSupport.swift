@@ -42,10 +42,13 @@ final class ManualTimers {
 }
 
 /// A clock that moves only when the test advances it, firing due one-shot timers in order.
+/// Like the loop, it reports a firing timer's instant as `due`; `tick(dueAt:)` plays a
+/// periodic timer's tick that was due at one instant and ran at `now`.
 final class ManualClock {
     private(set) var now = ContinuousClock.now
     private var pending: [(at: ContinuousClock.Instant, order: Int, job: () -> Void)] = []
     private var order = 0
+    private var running: ContinuousClock.Instant?
 
     var clock: PacerClock {
         PacerClock(
@@ -55,7 +58,15 @@ final class ManualClock {
                 let mine = self.order
                 self.pending.append((instant, mine, job))
                 return { [unowned self] in self.pending.removeAll { $0.order == mine } }
-            })
+            },
+            due: { [unowned self] in self.running ?? self.now })
+    }
+
+    /// Runs `work` as a timer's handler due at `due` (now is when it actually runs).
+    func tick(dueAt due: ContinuousClock.Instant, _ work: () -> Void) {
+        running = due
+        work()
+        running = nil
     }
 
     var pendingCount: Int { pending.count }
@@ -65,7 +76,9 @@ final class ManualClock {
         while let due = pending.filter({ $0.at <= target }).min(by: { ($0.at, $0.order) < ($1.at, $1.order) }) {
             pending.removeAll { $0.order == due.order }
             now = max(now, due.at)
+            running = due.at
             due.job()
+            running = nil
         }
         now = target
     }

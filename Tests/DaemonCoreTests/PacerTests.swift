@@ -76,6 +76,46 @@ struct PacerTests {
         #expect(f.clock.pendingCount == 0)
     }
 
+    @Test("a value source whose first tick ran late keeps its own grid: every later tick goes out at once")
+    func lateFirstTickDoesNotShiftTheGrid() throws {
+        let f = try Fixture()
+        let start = f.clock.now
+        // A source ticking every 50 ms (its ticks due at 50, 100, ...). The first tick after
+        // the subscription runs 10 ms late (more than an eighth of 50 ms), the others 1 ms.
+        // Taking the grid from when the first send ran (60) would put every later tick 9 ms
+        // before its slot: each would wait, one wake-up more per notification.
+        for tick in 1...10 {
+            let due = start + .milliseconds(tick * 50)
+            f.clock.advance(by: (due + .milliseconds(tick == 1 ? 10 : 1)) - f.clock.now)
+            f.clock.tick(dueAt: due) { f.set("fast", [UInt8(tick)]) }
+            #expect(!f.pacer.isPending("fast"), "tick \(tick) waited for its slot (a second wake-up)")
+        }
+        let sent = f.sent.filter { $0.id == "fast" }
+        #expect(sent.map(\.value) == (1...10).map { [UInt8($0)] })
+        #expect(f.clock.pendingCount == 0)
+        #expect(f.pacer.coalescedCount == 0)
+    }
+
+    @Test("a value source ticking twice per interval still gets one notification per interval")
+    func sourceFasterThanTheIntervalIsPaced() throws {
+        let f = try Fixture()
+        let start = f.clock.now
+        // Ticks due every 25 ms (half of fast's 50 ms), each run 1 ms late, for one second.
+        for tick in 1...40 {
+            let due = start + .milliseconds(tick * 25)
+            f.clock.advance(by: (due + .milliseconds(1)) - f.clock.now)
+            f.clock.tick(dueAt: due) { f.set("fast", [UInt8(tick)]) }
+        }
+        f.clock.advance(by: .milliseconds(60))
+        let times = f.sent.filter { $0.id == "fast" }.map { $0.at - start }
+        #expect(times.count <= 21, "\(times.count) notifications in 1.06 s at one per 50 ms")
+        for (a, b) in zip(times, times.dropFirst()) {
+            #expect(b - a >= .milliseconds(25), "two notifications \(b - a) apart")
+        }
+        // The latest value wins: the last tick's value is the last sent.
+        #expect(f.sent.last?.value == [40])
+    }
+
     @Test("a change earlier than an eighth of an interval before the slot still waits for it")
     func earlyChangeWaits() throws {
         let f = try Fixture()

@@ -37,6 +37,33 @@ struct EventLoopTimerTests {
         #expect(LoopTimer.nextDeadline(after: 1_500_000, period: 1_500_000, now: 1_500_000) == 3_000_000)
     }
 
+    @Test("inside a timer's handler runningTimerDue is its deadline on the grid, however late it ran; nil elsewhere")
+    func runningTimerDueIsTheDeadline() throws {
+        let loop = try EventLoop()
+        var dues: [ContinuousClock.Instant] = []
+        var ranLate: [Duration] = []
+        let timer = loop.timer(after: .milliseconds(5), repeating: .milliseconds(5)) {
+            let due = loop.runningTimerDue!
+            dues.append(due)
+            ranLate.append(ContinuousClock.now - due)
+            if dues.count == 2 {
+                // A slow handler: the next tick runs late, but is due on the grid.
+                let until = ContinuousClock.now + .milliseconds(3)
+                while ContinuousClock.now < until {}
+            }
+        }
+        #expect(loop.runningTimerDue == nil)
+        #expect(loop.run(until: { dues.count == 6 }, timeout: .seconds(5)))
+        timer.cancel()
+        #expect(loop.runningTimerDue == nil)
+        for (a, b) in zip(dues, dues.dropFirst()) {
+            // 5 ms apart to within the two clocks' conversion (microseconds), not drifting.
+            let error = (b - a) - .milliseconds(5)
+            #expect(error < .microseconds(50) && error > .microseconds(-50), "ticks due \(b - a) apart")
+        }
+        #expect(ranLate.allSatisfy { $0 >= .zero })
+    }
+
     @Test("a repeating timer late by many periods fires once, not once per missed period")
     func repeatingCoalescesMissedPeriods() {
         // Deadline 5 ms, period 5 ms, the loop stalled until 57 ms: the missed slots 10...55
