@@ -76,6 +76,12 @@ final class AcquiredSockets {
         self.logger = logger
     }
 
+    /// How many notify and write sockets characteristic `id` holds now (one shared or one
+    /// per central; `ListCharacteristics`).
+    func counts(_ id: String) -> (notify: Int, write: Int) {
+        (notifySockets[id]?.count ?? 0, writeSockets[id]?.count ?? 0)
+    }
+
     /// Whether `attribute` has a notify or write socket now (`NotifyAcquired`, `WriteAcquired`).
     func hasSockets(_ kind: Kinds, _ attribute: Attribute) -> Bool {
         let sockets = kind == .notify ? notifySockets[attribute.id] : writeSockets[attribute.id]

@@ -66,6 +66,11 @@ public final class GattApplication: NotificationSink {
 
     public var serviceCount: Int { services.count }
 
+    /// How many `AcquireNotify` and `AcquireWrite` sockets characteristic `id` holds now.
+    public func acquiredSockets(of id: String) -> (notify: Int, write: Int) {
+        requests.sockets.counts(id)
+    }
+
     private func build(_ configuration: Configuration) throws(DBusError) {
         connection.addObjectManager(at: rootPath)
         let socketPaths = usableSocketPaths(configuration)

@@ -10,10 +10,12 @@ extension ControlManager {
     /// `UUID` s (128-bit, lowercase), `Flags` as, `Value` ay, `Notifying` b, `Persistent` b,
     /// `MinLength` u, `MaxLength` u, `Type` s (how the value reads as one typed value,
     /// empty when the definition does not say), `Handler` s (the bus name and object path of the
-    /// program serving it, empty when none).
+    /// program serving it, empty when none), `NotifySockets` u and `WriteSockets` u (the
+    /// `AcquireNotify`/`AcquireWrite` sockets bluetoothd holds for it now).
     func listCharacteristics() -> DBusValue {
-        let entries: [DBusValue] = characteristics.compactMap { service, definition in
+        let entries: [DBusValue] = characteristics.compactMap { service, definition -> DBusValue? in
             guard let attribute = database[definition.id] else { return nil }
+            let sockets = acquiredSockets?(definition.id) ?? (notify: 0, write: 0)
             return .variantDictionary([
                 ("Id", .string(definition.id)),
                 ("Service", .string(service)),
@@ -26,6 +28,8 @@ extension ControlManager {
                 ("MaxLength", .uint32(UInt32(clamping: attribute.maxLength))),
                 ("Handler", .string(attribute.handler?.name ?? "")),
                 ("Type", .string(definition.valueType ?? "")),
+                ("NotifySockets", .uint32(UInt32(clamping: sockets.notify))),
+                ("WriteSockets", .uint32(UInt32(clamping: sockets.write))),
             ])
         }
         return .array(elementSignature: "a{sv}", entries)

@@ -70,6 +70,9 @@ public final class ControlManager: DBusObject {
     public var security = SecurityDefinition()
     public var pairingWindow: PairingWindow?
     public var centrals: CentralWatch?
+    /// How many notify and write sockets bluetoothd holds for a characteristic (the GATT
+    /// application's `AcquireNotify`/`AcquireWrite` sockets); nil: none are ever counted.
+    public var acquiredSockets: ((String) -> (notify: Int, write: Int))?
 
     public init(
         configuration: Configuration, service: RequestService, advertiser: Advertiser?, connection: BusConnection,

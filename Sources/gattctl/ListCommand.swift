@@ -11,10 +11,12 @@ struct ListCommand: ParsableCommand {
         abstract: "List the characteristics: id, UUID, flags, current value, subscribed or not.",
         discussion: """
             One line per characteristic, in aligned columns: id, short UUID, flags, \
-            "subscribed" when a central receives its notifications and "persistent" when its \
-            value survives restarts ("-" for neither), the value in hex (0x...), and the value \
-            read as the definition's type (2137 for an int16) or else as quoted UTF-8 text. With \
-            --json, one JSON object per line ("type" and "typed" when the definition gives a type).
+            "subscribed" when a central receives its notifications, "notify-socket" or \
+            "write-socket" when bluetoothd holds such a socket for it (with the count when more \
+            than one: one per central on BlueZ 5.76+), and "persistent" when its value survives \
+            restarts ("-" for none of these), the value in hex (0x...), and the value read as the \
+            definition's type (2137 for an int16) or else as quoted UTF-8 text. With --json, one \
+            JSON object per line ("type" and "typed" when the definition gives a type).
 
             \(ExitStatus.helpText)
             """)
@@ -46,6 +48,8 @@ struct CharacteristicItem {
     var notifying = false
     var persistent = false
     var type = ""
+    var notifySockets = 0
+    var writeSockets = 0
 
     init(_ fields: [(String, DBusValue)]) {
         for (name, value) in fields {
@@ -58,6 +62,8 @@ struct CharacteristicItem {
             case "Notifying": notifying = value.asBool ?? false
             case "Persistent": persistent = value.asBool ?? false
             case "Type": type = value.asString ?? ""
+            case "NotifySockets": notifySockets = Int(value.asUInt32 ?? 0)
+            case "WriteSockets": writeSockets = Int(value.asUInt32 ?? 0)
             default: break
             }
         }
@@ -66,7 +72,13 @@ struct CharacteristicItem {
     var shortUUID: String { BluetoothUUID(uuid)?.shortForm ?? uuid }
 
     var columns: [String] {
-        let state = [notifying ? "subscribed" : nil, persistent ? "persistent" : nil].compactMap { $0 }
+        func sockets(_ kind: String, _ count: Int) -> String? {
+            count == 0 ? nil : count == 1 ? kind : "\(kind)=\(count)"
+        }
+        let state = [
+            notifying ? "subscribed" : nil, sockets("notify-socket", notifySockets), sockets("write-socket", writeSockets),
+            persistent ? "persistent" : nil,
+        ].compactMap { $0 }
         return [
             id, shortUUID, flags.joined(separator: ","), state.isEmpty ? "-" : state.joined(separator: ","),
             ValueText.hexNumber(value), ValueText.shown(value, type: type),
@@ -78,7 +90,8 @@ struct CharacteristicItem {
             [
                 ("id", .string(id)), ("service", .string(service)), ("uuid", .string(uuid)),
                 ("flags", .array(flags.map { .string($0) })), ("subscribed", .bool(notifying)),
-                ("persistent", .bool(persistent)),
+                ("persistent", .bool(persistent)), ("notifySockets", .number(notifySockets)),
+                ("writeSockets", .number(writeSockets)),
             ] + JSONText.valueMembers(value) + JSONText.typedMembers(value, type: type))
     }
 }

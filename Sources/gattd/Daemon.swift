@@ -89,6 +89,7 @@ final class Daemon {
         control = ControlManager(
             configuration: configuration, service: service, advertiser: advertiser, connection: connection,
             version: gattdVersion, logger: logger)
+        control.acquiredSockets = { [unowned application] id in application.acquiredSockets(of: id) }
         security = try SecurityWiring(
             definition: configuration.security, connection: connection, loop: loop, logger: logger)
     }

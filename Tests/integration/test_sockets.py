@@ -199,6 +199,45 @@ def test_per_device_write_sockets(gattd, standin):
     assert read(standin, CMD) == b"\x22"
 
 
+def listed(manager):
+    return {str(e["Id"]): e for e in manager.ListCharacteristics()}
+
+
+def gattctl_list(private_bus):
+    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=private_bus.address)
+    out = subprocess.run([os.path.join(REPO, ".build", "debug", "gattctl"), "list"], capture_output=True, text=True,
+                         env=env, timeout=30)
+    assert out.returncode == 0, out.stderr
+    return {line.split()[0]: line for line in out.stdout.splitlines()}
+
+
+def test_gattctl_list_shows_the_sockets_bluetoothd_holds(gattd, standin, manager, private_bus):
+    """What an administrator checks: which characteristics run on the socket path, and with
+    how many centrals (one socket each on 5.76+)."""
+    standin.call("SetAcquireMode", "per-device")
+    stream = path_of(standin, STREAM)
+    assert {k: (int(e["NotifySockets"]), int(e["WriteSockets"])) for k, e in listed(manager).items()
+            if k in ("stream", "cmd", "plain")} == {"stream": (0, 0), "cmd": (0, 0), "plain": (0, 0)}
+    standin.call("Subscribe", stream, DEVICE)
+    standin.call("Subscribe", stream, DEVICE2)
+    assert wait_sockets(standin, stream, "notify", 2) == 2
+    write(standin, CMD, b"\x11", device=DEVICE)
+    assert wait_sockets(standin, path_of(standin, CMD), "write", 1) == 1
+    entries = listed(manager)
+    assert (int(entries["stream"]["NotifySockets"]), int(entries["stream"]["WriteSockets"])) == (2, 0)
+    assert (int(entries["cmd"]["NotifySockets"]), int(entries["cmd"]["WriteSockets"])) == (0, 1)
+    assert (int(entries["plain"]["NotifySockets"]), int(entries["plain"]["WriteSockets"])) == (0, 0)
+    lines = gattctl_list(private_bus)
+    assert "subscribed,notify-socket=2" in lines["stream"], lines["stream"]
+    assert "write-socket" in lines["cmd"] and "notify-socket" not in lines["cmd"], lines["cmd"]
+    assert "socket" not in lines["plain"], lines["plain"]
+
+    standin.call("Unsubscribe", stream, DEVICE)        # that central's socket closes
+    assert gattd[0].child.wait_for_line("unsubscribed", 10)
+    assert int(listed(manager)["stream"]["NotifySockets"]) == 1
+    assert "subscribed,notify-socket " in gattctl_list(private_bus)["stream"] + " "
+
+
 def test_only_bluetoothd_may_acquire(gattd, standin, private_bus, manager):
     _, owner = gattd
     stream = path_of(standin, STREAM)
