@@ -67,6 +67,9 @@ final class AcquiredSockets {
     private let logger: Logger
     private var notifySockets: [String: [Socket]] = [:]
     private var writeSockets: [String: [Socket]] = [:]
+    /// A central named by bluetoothd (the `device` option) subscribed through its own notify
+    /// socket (`true`) or left (`false`): CoreBluetooth's per-central subscription.
+    var onCentralSubscription: ((Attribute, String, Bool) -> Void)?
     /// One datagram: the longest attribute value and one byte more, to recognise longer ones.
     private var buffer = [UInt8](repeating: 0, count: 513)
 
@@ -112,6 +115,7 @@ final class AcquiredSockets {
         logger.info(
             "subscribed", metadata: ["gatt.id": "\(attribute.id)", "gatt.uuid": "\(attribute.uuid)", "path": "socket",
                 "device": "\(socket.device ?? "")", "mtu": "\(socket.mtu)"])
+        if let device = socket.device { onCentralSubscription?(attribute, device, true) }
         return (peer, UInt16(clamping: socket.mtu))
     }
 
@@ -215,6 +219,7 @@ final class AcquiredSockets {
         logger.info(
             "unsubscribed",
             metadata: ["gatt.id": "\(attribute.id)", "path": "socket", "device": "\(socket.device ?? "")", "reason": "\(why)"])
+        if let device = socket.device { onCentralSubscription?(attribute, device, false) }
         if left == 0 { _ = service.setNotifying(attribute, false) }
     }
 
@@ -234,7 +239,10 @@ final class AcquiredSockets {
     /// away): its sockets are closed.
     func subscriptionEnded(_ attribute: Attribute) {
         guard let sockets = notifySockets.removeValue(forKey: attribute.id) else { return }
-        for socket in sockets { socket.close() }
+        for socket in sockets {
+            socket.close()
+            if let device = socket.device { onCentralSubscription?(attribute, device, false) }
+        }
     }
 
     // MARK: - Writes

@@ -54,8 +54,17 @@ public final class GattApplication: NotificationSink {
             service: service, sockets: AcquiredSockets(loop: connection.loop, service: service, logger: logger),
             logger: logger)
         requests.trustedSender = previous.trustedSender
+        requests.sockets.onCentralSubscription = onCentralSubscription
         try build(configuration)
         service.notifier.sink = self
+    }
+
+    /// A central that bluetoothd names subscribed to a characteristic through its own
+    /// `AcquireNotify` socket (`true`), or that socket closed (`false`). bluetoothd names the
+    /// central in `AcquireNotify`'s `device` option: one socket per central on 5.76+; on 5.66
+    /// one shared socket, named after the central that subscribed first.
+    public var onCentralSubscription: ((Attribute, String, Bool) -> Void)? {
+        didSet { requests.sockets.onCentralSubscription = onCentralSubscription }
     }
 
     /// The unique name of the `org.bluez` owner whose calls are trusted.

@@ -32,6 +32,13 @@ extension ControlManager {
         emitEvent("AdvertisementChanged", [.string(id), .string(Self.describe(state))])
     }
 
+    /// `CentralSubscriptionChanged(s id, o device, b subscribed)`: one central, named by
+    /// bluetoothd, subscribed to or left characteristic `id` (the socket path).
+    public func centralSubscriptionEvent(_ attribute: Attribute, device: String, subscribed: Bool) {
+        guard attribute.isCharacteristic else { return }
+        emitEvent("CentralSubscriptionChanged", [.string(attribute.id), deviceArgument(device), .bool(subscribed)])
+    }
+
     func subscriptionEvent(_ attribute: Attribute) {
         guard attribute.isCharacteristic else { return }
         emitEvent("SubscriptionChanged", [.string(attribute.id), .bool(attribute.isNotifying)])

@@ -130,6 +130,7 @@ public final class ControlManager: DBusObject {
                 DBusSignalDescription("ValueChanged", signature: "says"),
                 DBusSignalDescription("ReadyToUpdate", signature: "s"),
                 DBusSignalDescription("SubscriptionChanged", signature: "sb"),
+                DBusSignalDescription("CentralSubscriptionChanged", signature: "sob"),
                 DBusSignalDescription("CentralConnected", signature: "oa{sv}"),
                 DBusSignalDescription("CentralDisconnected", signature: "oa{sv}"),
                 DBusSignalDescription("AdapterChanged", signature: "ss"),

@@ -70,6 +70,11 @@ struct WatchCommand: ParsableCommand {
         case ("SubscriptionChanged", 2):
             guard let id = strings[0], let notifying = arguments[1].asBool else { return nil }
             return event(notifying ? "subscribed" : "unsubscribed", [("id", id)])
+        case ("CentralSubscriptionChanged", 3):
+            guard let id = strings[0], let device = arguments[1].asObjectPath, let subscribed = arguments[2].asBool else {
+                return nil
+            }
+            return event(subscribed ? "central-subscribed" : "central-unsubscribed", [("id", id), ("device", device.rawValue)])
         case ("CentralConnected", 2), ("CentralDisconnected", 2):
             guard let device = arguments[0].asObjectPath else { return nil }
             var fields = [("address", arguments[1].variantDictionaryValue("Address")?.asString ?? "")]

@@ -90,6 +90,9 @@ final class Daemon {
             configuration: configuration, service: service, advertiser: advertiser, connection: connection,
             version: gattdVersion, logger: logger)
         control.acquiredSockets = { [unowned application] id in application.acquiredSockets(of: id) }
+        application.onCentralSubscription = { [unowned control] attribute, device, subscribed in
+            control.centralSubscriptionEvent(attribute, device: device, subscribed: subscribed)
+        }
         security = try SecurityWiring(
             definition: configuration.security, connection: connection, loop: loop, logger: logger)
     }

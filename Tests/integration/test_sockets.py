@@ -4,6 +4,7 @@ acquires, reads and closes sockets the way bluetoothd 5.66 ("shared": one socket
 characteristic) and 5.76+ ("per-device": one per central) do (Tests/standin/acquired.py).
 """
 
+import json
 import os
 import socket
 import struct
@@ -14,7 +15,7 @@ import pytest
 
 from conftest import CONFIGS, REPO, Gattd
 from fixtures import path_of, print_on_failure, read, write
-from harness import DEVICE, DEVICE2, PrivateBus, Standin
+from harness import DEVICE, DEVICE2, Child, PrivateBus, Standin
 
 WAIT_MS = dbus.UInt32(10000)
 CHRC = "org.bluez.GattCharacteristic1"
@@ -238,6 +239,73 @@ def test_gattctl_list_shows_the_sockets_bluetoothd_holds(gattd, standin, manager
     assert "subscribed,notify-socket " in gattctl_list(private_bus)["stream"] + " "
 
 
+def watch_events(private_bus):
+    w = Child([os.path.join(REPO, ".build", "debug", "gattctl"), "watch", "--json"],
+              env_extra={"DBUS_SYSTEM_BUS_ADDRESS": private_bus.address})
+    assert w.wait_for_line("watching", 10)
+    return w
+
+
+def events_until(w, last):
+    """The JSON events `gattctl watch` printed, up to and including the first equal to `last`."""
+    def parsed():
+        out = []
+        for line in list(w.out.lines):
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass
+        return out
+    assert w.out.wait_for(lambda line: any(e == last for e in parsed()), 10) is not None, \
+        "no %s; saw %s" % (last, parsed())
+    seen = parsed()
+    return seen[:seen.index(last) + 1]
+
+
+def test_each_central_subscription_is_an_event(gattd, standin, private_bus):
+    """CoreBluetooth's didSubscribe(central:)/didUnsubscribe: with a socket per central (5.76+)
+    a program hears which central came and went, inside the characteristic's own events."""
+    standin.call("SetAcquireMode", "per-device")
+    stream = path_of(standin, STREAM)
+    w = watch_events(private_bus)
+    try:
+        # One step at a time: gattd sees two hang-ups that arrive together in descriptor order.
+        for action, device, heard in (("Subscribe", DEVICE, "central-subscribed"),
+                                      ("Subscribe", DEVICE2, "central-subscribed"),
+                                      ("Unsubscribe", DEVICE, "central-unsubscribed"),
+                                      ("Unsubscribe", DEVICE2, "central-unsubscribed")):
+            standin.call(action, stream, device)
+            events_until(w, {"event": heard, "id": "stream", "device": device})
+        seen = [e for e in events_until(w, {"event": "unsubscribed", "id": "stream"}) if e.get("id") == "stream"]
+        assert seen == [
+            {"event": "subscribed", "id": "stream"},
+            {"event": "central-subscribed", "id": "stream", "device": DEVICE},
+            {"event": "central-subscribed", "id": "stream", "device": DEVICE2},
+            {"event": "central-unsubscribed", "id": "stream", "device": DEVICE},
+            {"event": "central-unsubscribed", "id": "stream", "device": DEVICE2},
+            {"event": "unsubscribed", "id": "stream"},
+        ], seen
+    finally:
+        w.stop()
+
+
+def test_a_shared_socket_names_only_the_first_central(gattd, standin, private_bus):
+    """bluetoothd 5.66 acquires one socket for every subscriber, naming the first."""
+    standin.call("SetAcquireMode", "shared")
+    stream = path_of(standin, STREAM)
+    w = watch_events(private_bus)
+    try:
+        standin.call("Subscribe", stream, DEVICE)
+        standin.call("Subscribe", stream, DEVICE2)
+        standin.call("Unsubscribe", stream, DEVICE)
+        standin.call("Unsubscribe", stream, DEVICE2)     # the last one: bluetoothd closes the socket
+        seen = [e for e in events_until(w, {"event": "unsubscribed", "id": "stream"}) if e.get("id") == "stream"]
+        assert [e["event"] for e in seen] == ["subscribed", "central-subscribed", "central-unsubscribed", "unsubscribed"]
+        assert {e.get("device") for e in seen if e["event"].startswith("central-")} == {DEVICE}
+    finally:
+        w.stop()
+
+
 def test_only_bluetoothd_may_acquire(gattd, standin, private_bus, manager):
     _, owner = gattd
     stream = path_of(standin, STREAM)
@@ -261,9 +329,14 @@ def test_only_bluetoothd_may_acquire(gattd, standin, private_bus, manager):
 def test_bluetoothd_restart_closes_sockets_and_subscribes_again(gattd, standin, manager, private_bus):
     import signal
     stream = path_of(standin, STREAM)
+    w = watch_events(private_bus)
     standin.call("Subscribe", stream, DEVICE)
     assert wait_sockets(standin, stream, "notify", 1) == 1
     standin.restart(signal.SIGKILL)
+    # the central that was subscribed is reported gone, and so is the subscription
+    seen = events_until(w, {"event": "unsubscribed", "id": "stream"})
+    w.stop()
+    assert {"event": "central-unsubscribed", "id": "stream", "device": DEVICE} in seen, seen
     owner, _ = standin.call("WaitForApplication", WAIT_MS)
     stream = path_of(standin, STREAM)
     assert not chrc_property(private_bus, gattd[1], stream, "Notifying")
