@@ -164,11 +164,11 @@ final class Daemon {
             logger.critical("cannot connect to the system bus", metadata: ["error": "\(error.name): \(error.message)"])
             return 1
         }
+        // Asked here, not inside the log call: its metadata is not evaluated below info.
+        let slice = requestSchedulerSlice()
         logger.info(
             "starting",
-            metadata: [
-                "config": "\(configPath)", "bus.name": "\(connection.uniqueName)", "sched.slice": "\(requestSchedulerSlice())",
-            ])
+            metadata: ["config": "\(configPath)", "bus.name": "\(connection.uniqueName)", "sched.slice": "\(slice)"])
         let daemon: Daemon
         do throws(DBusError) {
             daemon = try Daemon(

@@ -30,12 +30,12 @@ def gattd_binary():
 class Gattd:
     """A running gattd; `log_path` holds its stdout and stderr."""
 
-    def __init__(self, private_bus, config, log_path, state_dir, env=None, closed_fds=(), prefix=()):
+    def __init__(self, private_bus, config, log_path, state_dir, env=None, closed_fds=(), prefix=(), args=()):
         self.log = open(log_path, "a")
         self.state_dir = state_dir
         env_extra = {"DBUS_SYSTEM_BUS_ADDRESS": private_bus.address, "STATE_DIRECTORY": state_dir}
         env_extra.update(env or {})
-        self.child = Child(list(prefix) + [gattd_binary(), "--config", config], env_extra=env_extra, log=self.log,
+        self.child = Child(list(prefix) + [gattd_binary(), "--config", config] + list(args), env_extra=env_extra, log=self.log,
                            closed_fds=closed_fds)
 
     def alive(self):
@@ -48,19 +48,20 @@ class Gattd:
 
 @pytest.fixture
 def start_gattd(private_bus, tmp_path, request):
-    """start_gattd(config_name, state_dir=None, env=None, closed_fds=(), prefix=()) -> Gattd; skips the test
+    """start_gattd(config_name, state_dir=None, env=None, closed_fds=(), prefix=(), args=()) -> Gattd; skips the test
     when the binary is absent. The state directory defaults to one per test; `env` adds variables
     (NOTIFY_SOCKET, WATCHDOG_USEC); an absolute config_name is used as it is; `prefix` is a
-    command that execs gattd (`nice -n 5`, `chrt --idle 0`), so the process is still gattd."""
+    command that execs gattd (`nice -n 5`, `chrt --idle 0`), so the process is still gattd;
+    `args` follow `--config` (`--log-level warning`)."""
     binary = gattd_binary()
     if not os.access(binary, os.X_OK):
         pytest.skip("gattd binary not found at %s (build it with `swift build` or set GATTD_BIN)" % binary)
     started = []
     log_path = str(tmp_path / "gattd.log")
 
-    def start(config_name, state_dir=None, env=None, closed_fds=(), prefix=()):
+    def start(config_name, state_dir=None, env=None, closed_fds=(), prefix=(), args=()):
         g = Gattd(private_bus, os.path.join(CONFIGS, config_name), log_path,
-                  state_dir or str(tmp_path / "state"), env, closed_fds=closed_fds, prefix=prefix)
+                  state_dir or str(tmp_path / "state"), env, closed_fds=closed_fds, prefix=prefix, args=args)
         started.append(g)
         return g
 

@@ -62,6 +62,16 @@ def test_gattd_takes_its_slice_and_keeps_the_nice_value_it_was_started_with(star
     wait_until(lambda: len(standin.call("Applications")) == 1, 10, "the application registered")
 
 
+def test_the_slice_is_asked_for_whatever_the_log_level(start_gattd, standin):
+    """The "starting" line is not printed at --log-level warning; the request still happens."""
+    g = start_gattd("core.json", args=["--log-level", "warning"])
+    wait_until(lambda: len(standin.call("Applications")) == 1, 10, "the application registered")
+    attr = sched_getattr(g.child.proc.pid)
+    if kernel_has_custom_slices():
+        assert attr.sched_runtime == SLICE_NS, "kernel reports a slice of %d ns" % attr.sched_runtime
+    assert not any("starting" in line for line in g.child.out.lines)
+
+
 def test_a_gattd_under_another_policy_is_left_alone(start_gattd, standin):
     g = start_gattd("core.json", prefix=["chrt", "--idle", "0"])
     line = starting_line(g)
