@@ -31,18 +31,17 @@ public enum SchedulerSlice {
         case otherPolicy(Int32)
     }
 
-    /// The calling thread's slice as the kernel reports it (`sched_getattr`), and its policy.
-    public static func current() throws(SystemCallError) -> (policy: Int32, nanoseconds: UInt64) {
+    /// The calling thread's scheduling attributes (`sched_getattr`).
+    private static func attributes() throws(SystemCallError) -> clinux_sched_attr {
         var attr = clinux_sched_attr()
         try SystemCall.check("sched_getattr") { clinux_sched_getattr(&attr) }
-        return (Int32(attr.sched_policy), attr.sched_runtime)
+        return attr
     }
 
     /// Asks for `nanoseconds` (the kernel clamps it to 0.1-100 ms) for the calling thread,
     /// keeping its policy and nice value; reads it back to say whether it took.
     public static func request(nanoseconds: UInt64) throws(SystemCallError) -> Outcome {
-        var attr = clinux_sched_attr()
-        try SystemCall.check("sched_getattr") { clinux_sched_getattr(&attr) }
+        var attr = try attributes()
         let policy = Int32(attr.sched_policy)
         guard policy == SCHED_OTHER || policy == schedBatch else { return .otherPolicy(policy) }
         attr.sched_flags = 0
@@ -50,7 +49,6 @@ public enum SchedulerSlice {
         attr.sched_deadline = 0
         attr.sched_period = 0
         try SystemCall.check("sched_setattr") { clinux_sched_setattr(&attr) }
-        let now = try current()
-        return now.nanoseconds == nanoseconds ? .set(nanoseconds: nanoseconds) : .unsupported
+        return try attributes().sched_runtime == nanoseconds ? .set(nanoseconds: nanoseconds) : .unsupported
     }
 }
