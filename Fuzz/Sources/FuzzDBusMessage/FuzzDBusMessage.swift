@@ -71,7 +71,7 @@ private func check(_ message: Message, body: [UInt8]) {
             let fromValue = Result { () throws(DBusKit.DBusError) in try GattRequestOptions(argument, method: "ReadValue") }
             let fromEntries = Result { () throws(DBusKit.DBusError) in try GattRequestOptions(entries: entries, method: "ReadValue") }
             precondition(fromValue == fromEntries, "GattRequestOptions differs between its two readers")
-            // The hot path's reader (the message's wire bytes, else an in-place walk), with
+            // The hot path's reader (the message's wire bytes, else the generic reader), with
             // and without a previous request's device and link to reuse.
             for previous in [nil, "/org/bluez/hci0/dev_00_11_22_33_44_55"] {
                 let inPlace = Result { () throws(DBusKit.DBusError) in
