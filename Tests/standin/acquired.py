@@ -69,6 +69,7 @@ class Acquired:
         self.errors = {}          # (member, path) -> error name to answer instead (test knob)
         self.socket_types = []    # SO_TYPE of every socket gattd handed over
         self.fell_back = set()    # paths whose AcquireNotify failed: StartNotify/StopNotify instead
+        self.pending_notify = set()  # keys whose AcquireNotify has not been answered yet
 
     # -- bookkeeping -------------------------------------------------------------
 
@@ -123,6 +124,7 @@ class Acquired:
             return True                 # the first subscriber's AcquireNotify is under way
 
         def on_reply(*reply):
+            self.pending_notify.discard(key)
             fd, got_mtu = self._take(reply, "AcquireNotify", attr.path)
             sock = Socket(fd, attr.path, key[1], got_mtu, "notify")
             sock.watch = GLib.io_add_watch(fd, GLib.IO_IN | GLib.IO_HUP | GLib.IO_ERR, self._readable, sock)
@@ -131,12 +133,14 @@ class Acquired:
                 listener("acquired", attr.path)
 
         def on_error(exc):
+            self.pending_notify.discard(key)
             name = exc.get_dbus_name()
             self.daemon.log("AcquireNotify %s failed: %s" % (attr.path, name))
             if name not in ("org.freedesktop.DBus.Error.NoReply", "org.bluez.Error.Failed"):
                 self.fell_back.add(attr.path)
                 fallback()
 
+        self.pending_notify.add(key)
         self._call(app, attr, "AcquireNotify", device, mtu, on_reply, on_error)
         return True
 
@@ -145,6 +149,11 @@ class Acquired:
         if self.mode == "shared" and not last:
             return
         sock = self.notify.pop(key, None)
+        if sock is None and key in self.pending_notify:
+            # bluetoothd counts a subscriber only when AcquireNotify answers, so the socket
+            # that answer brings stays open with nobody subscribed (5.66's ccc_write_cb).
+            self.daemon.log("%s unsubscribed before AcquireNotify on %s answered: "
+                            "its socket will stay open" % (device, attr.path))
         if sock is not None:
             self.daemon.log("notify socket of %s closed (%s)" % (attr.path, "last subscriber left"
                             if self.mode == "shared" else "%s unsubscribed" % device))
