@@ -3,7 +3,7 @@
 # gattd-core: gattd (built on the host) serves a JSON config on hci0; a real central on hci1
 # checks over the emulated air that what the config says is what it sees.
 # Environment (pass with run-guest --env):
-#   GATTD_BIN     gattd executable (default /work/main/.build/debug/gattd)
+#   GATTD_BIN     gattd executable (default: the repository's .build/debug/gattd)
 #   GATTD_CONFIG  configuration (default Tests/vm/configs/core.json)
 #   GATTD_CENTRAL_ARGS  extra central.py options (e.g. --no-long-read for a config
 #                 without a value longer than the MTU)
@@ -16,11 +16,9 @@
 set -uo pipefail
 VM=${GATTD_VM_DIR:?}
 . "$VM/scenarios/lib.sh"
-OUT=${GATTD_VM_OUT:?}
-GATTD_BIN=${GATTD_BIN:-/work/main/.build/debug/gattd}
+scenario_binaries
 CONFIG=${GATTD_CONFIG:-$VM/configs/core.json}
 EXAMPLES=/usr/share/doc/bluez-test-scripts/examples
-[ -x "$GATTD_BIN" ] || { echo "FAIL: gattd binary $GATTD_BIN missing or not executable (set GATTD_BIN)"; exit 1; }
 [ -f "$CONFIG" ] || { echo "FAIL: config $CONFIG missing"; exit 1; }
 
 pids=()

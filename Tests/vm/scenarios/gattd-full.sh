@@ -17,15 +17,9 @@
 set -uo pipefail
 VM=${GATTD_VM_DIR:?}
 . "$VM/scenarios/lib.sh"
-OUT=${GATTD_VM_OUT:?}
-ROOT=$(cd "$VM/../.." && pwd)
-GATTD_BIN=${GATTD_BIN:-$ROOT/.build/debug/gattd}
-GATTCTL_BIN=${GATTCTL_BIN:-$(dirname "$GATTD_BIN")/gattctl}
+scenario_binaries
 CONFIG=${GATTD_CONFIG:-$VM/configs/full.json}
 STATE=/var/lib/gattd-vm
-for f in "$GATTD_BIN" "$GATTCTL_BIN"; do
-    [ -x "$f" ] || { echo "FAIL: $f missing or not executable (set GATTD_BIN / GATTCTL_BIN)"; exit 1; }
-done
 [ -f "$CONFIG" ] || { echo "FAIL: config $CONFIG missing"; exit 1; }
 
 # What the central expects: the config itself, unless a deliberate failure is asked for.

@@ -8,14 +8,8 @@
 set -uo pipefail
 VM=${GATTD_VM_DIR:?}
 . "$VM/scenarios/lib.sh"
-OUT=${GATTD_VM_OUT:?}
-ROOT=$(cd "$VM/../.." && pwd)
-GATTD_BIN=${GATTD_BIN:-$ROOT/.build/debug/gattd}
-GATTCTL_BIN=${GATTCTL_BIN:-$(dirname "$GATTD_BIN")/gattctl}
+scenario_binaries
 CONFIG=$VM/configs/programs.json
-for f in "$GATTD_BIN" "$GATTCTL_BIN"; do
-    [ -x "$f" ] || { echo "FAIL: $f missing or not executable"; exit 1; }
-done
 
 # The project's bus policy (gattd may call handlers), plus root owning org.gattd here.
 install_gattd_policy

@@ -23,13 +23,7 @@
 set -uo pipefail
 VM=${GATTD_VM_DIR:?}
 . "$VM/scenarios/lib.sh"
-OUT=${GATTD_VM_OUT:?}
-ROOT=$(cd "$VM/../.." && pwd)
-GATTD_BIN=${GATTD_BIN:-$ROOT/.build/debug/gattd}
-GATTCTL_BIN=${GATTCTL_BIN:-$(dirname "$GATTD_BIN")/gattctl}
-for f in "$GATTD_BIN" "$GATTCTL_BIN"; do
-    [ -x "$f" ] || { echo "FAIL: $f missing or not executable"; exit 1; }
-done
+scenario_binaries
 install_gattd_policy
 
 gattd="" pids=()

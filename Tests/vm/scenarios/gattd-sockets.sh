@@ -4,17 +4,12 @@
 # AcquireNotify notifications and AcquireWrite writes between gattd and a real central,
 # each path's rate and gattd's CPU per notification printed (sockets.py has the checks),
 # and the control API's per-central events (gattctl watch) naming the real central.
-# Environment (run-guest --env): GATTD_BIN.
+# Environment (run-guest --env): GATTD_BIN, GATTCTL_BIN (default: next to GATTD_BIN).
 set -uo pipefail
 VM=${GATTD_VM_DIR:?}
 . "$VM/scenarios/lib.sh"
-OUT=${GATTD_VM_OUT:?}
-ROOT=$(cd "$VM/../.." && pwd)
-GATTD_BIN=${GATTD_BIN:-$ROOT/.build/debug/gattd}
-GATTCTL=$(dirname "$GATTD_BIN")/gattctl
+scenario_binaries
 CONFIG=$VM/configs/sockets.json
-[ -x "$GATTD_BIN" ] || { echo "FAIL: $GATTD_BIN missing or not executable"; exit 1; }
-[ -x "$GATTCTL" ] || { echo "FAIL: $GATTCTL missing or not executable"; exit 1; }
 
 install_gattd_policy
 mkdir -p /var/lib/gattd-sockets
@@ -25,7 +20,7 @@ trap 'kill $pid $wpid 2>/dev/null' EXIT
 wait_for_line "$OUT/gattd.log" 'GATT application registered' 90 || exit 1
 wait_for_line "$OUT/gattd.log" 'advertisement registered.*adv.id=main' 60 || exit 1
 echo "gattd serves sockets.json ($(elapsed) s)"
-"$GATTCTL" watch --json >"$OUT/watch.jsonl" 2>"$OUT/watch.err" &
+"$GATTCTL_BIN" watch --json >"$OUT/watch.jsonl" 2>"$OUT/watch.err" &
 wpid=$!
 wait_for_line "$OUT/watch.err" 'watching' 30 || exit 1
 /usr/bin/python3 -u "$VM/sockets.py" --adapter hci1 --peer "$HCI0_ADDR" --gattd-log "$OUT/gattd.log" \

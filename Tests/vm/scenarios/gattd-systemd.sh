@@ -14,9 +14,7 @@
 set -uo pipefail
 VM=${GATTD_VM_DIR:?}
 . "$VM/scenarios/lib.sh"
-OUT=${GATTD_VM_OUT:?}
-ROOT=$(cd "$VM/../.." && pwd)
-GATTD_BIN=${GATTD_BIN:-$ROOT/.build/debug/gattd}
+scenario_binaries
 CONFIG=${GATTD_CONFIG:-$VM/configs/full.json}
 [ "$(cat /proc/1/comm)" = systemd ] || { echo "FAIL: PID 1 is $(cat /proc/1/comm), not systemd"; exit 1; }
 for unit in dbus.service bluetooth.service; do

@@ -1,6 +1,20 @@
 # SPDX-License-Identifier: MIT
 # shellcheck shell=bash
-# Helpers for scenario scripts (sourced).
+# What every scenario starts with (sourced right after `VM=${GATTD_VM_DIR:?}`): OUT, the
+# guest's results directory; ROOT, the repository; and the helpers below.
+OUT=${GATTD_VM_OUT:?}
+ROOT=$(cd "$VM/../.." && pwd)
+
+# scenario_binaries: GATTD_BIN (default: the debug build) and GATTCTL_BIN (default: next to
+# GATTD_BIN), each checked to be executable; a missing one ends the scenario with a FAIL.
+scenario_binaries() {
+    GATTD_BIN=${GATTD_BIN:-$ROOT/.build/debug/gattd}
+    GATTCTL_BIN=${GATTCTL_BIN:-$(dirname "$GATTD_BIN")/gattctl}
+    local f
+    for f in "$GATTD_BIN" "$GATTCTL_BIN"; do
+        [ -x "$f" ] || { echo "FAIL: $f missing or not executable (set GATTD_BIN / GATTCTL_BIN)"; exit 1; }
+    done
+}
 
 # wait_for_line FILE REGEX SECONDS: waits until FILE has a line matching REGEX.
 wait_for_line() {

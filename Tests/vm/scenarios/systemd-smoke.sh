@@ -6,7 +6,6 @@
 set -uo pipefail
 VM=${GATTD_VM_DIR:?}
 . "$VM/scenarios/lib.sh"
-OUT=${GATTD_VM_OUT:?}
 [ "$(cat /proc/1/comm)" = systemd ] || { echo "FAIL: PID 1 is $(cat /proc/1/comm), not systemd"; exit 1; }
 for unit in dbus.service bluetooth.service; do
     state=$(systemctl is-active "$unit")
