@@ -7,7 +7,7 @@
 /// of cells within `limit` of the diagonal is filled, in two reused rows. An unknown key of
 /// n scalars costs O(n) per candidate, not O(n × m) with two new arrays per row: with
 /// every unknown key and flag compared against every allowed name, the unbounded form
-/// made `gattd --check` on a long misspelt key take most of a second (issue 15).
+/// made `gattd --check` on a long misspelt key take most of a second.
 enum EditDistance {
     /// Suggestions are at most this many edits away.
     static let suggestionLimit = 2

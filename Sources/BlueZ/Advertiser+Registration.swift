@@ -14,7 +14,7 @@ struct AdvertisingInstances {
 
 extension Advertiser {
     /// Reads the manager's properties; on failure (the interface may appear after
-    /// `Adapter1`, contract 1.8) waits for it in `InterfacesAdded`.
+    /// `Adapter1`, docs/bluez-contract.md §7) waits for it in `InterfacesAdded`.
     func readManager(_ then: @escaping (AdvertisingInstances) -> Void) {
         guard let adapterPath else { return }
         let attempt = generation

@@ -30,7 +30,7 @@ public struct StateDocument: Sendable, Equatable {
         }
     }
 
-    /// The state of one value source (issue "live values").
+    /// The state of one value source.
     public struct SavedSource: Sendable, Equatable {
         public var counter: Int64
 

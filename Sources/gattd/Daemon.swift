@@ -34,7 +34,7 @@ final class Daemon {
     let control: ControlManager
     /// The pairing agent, the pairing window and bondedOnly (`security`).
     let security: SecurityWiring
-    /// Value sources on timers (issue 4); replaced when a reload rebuilds the tree.
+    /// Value sources on timers; replaced when a reload rebuilds the tree.
     var updates: UpdateScheduler
     let logger: Logger
     var exitCode: Int32 = 0

@@ -4,7 +4,7 @@ import BLEModel
 import Testing
 
 /// "did you mean" hints: at most two edits away, case-insensitive, the first candidate on
-/// ties; the distance is computed only within that limit (issue 15: `--check` on long
+/// ties; the distance is computed only within that limit (`--check` on long
 /// unknown keys was quadratic).
 @Suite("Did-you-mean suggestions")
 struct SuggestionTests {

@@ -101,7 +101,7 @@ final class FakeBlueZ {
     }
 
     /// `LEAdvertisingManager1` of adapter `name` becomes usable: its properties appear and
-    /// an `InterfacesAdded` for it goes out (bluetoothd adds it after `Adapter1`, contract 1.8).
+    /// an `InterfacesAdded` for it goes out (bluetoothd adds it after `Adapter1`, docs/bluez-contract.md §7).
     func announceAdvertisingManager(adapter name: String = "hci0") throws {
         guard let adapter = adapters[name] else { return }
         adapter.advertisingManagerReady = true

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""gattd's LE advertisements against the stand-in bluetoothd (issue 3).
+"""gattd's LE advertisements against the stand-in bluetoothd.
 
 The stand-in reads each advertisement's properties before replying, as bluetoothd
 does, and records them with their D-Bus types: the tests compare those with the

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Advertising at run time (issue 13 item 5): `gattctl advertise set` / SetAdvertisementData
+"""Advertising at run time: `gattctl advertise set` / SetAdvertisementData
 change an advertisement's data live, checked like --check, without registering again, and
 kept across restarts only when asked."""
 

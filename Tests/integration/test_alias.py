@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """gattd leaves the adapter named as it found it: the configured `alias` is set while it
-runs and the adapter's own alias is put back when it stops (issue 17 item 3)."""
+runs and the adapter's own alias is put back when it stops."""
 
 import json
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Chaos against the stand-in bluetoothd, bounded in time (issue 15, item 3).
+"""Chaos against the stand-in bluetoothd, bounded in time.
 
 bluetoothd vanishes and returns (SIGKILL and SIGTERM), the adapter is removed and added
 and powered off and on, while a central reads, notifications flow (signals and an

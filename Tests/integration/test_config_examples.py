@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""config/examples/ end to end against the stand-in bluetoothd (issue 16 item 4).
+"""config/examples/ end to end against the stand-in bluetoothd.
 
 Wi-Fi provisioning runs the example file unchanged, with a stand-in `nmcli`
 (standin-bin/nmcli) first on gattd's PATH. The environmental sensor runs the example with

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The control API (org.gattd.Manager1) and gattctl against gattd and the stand-in (issue 4).
+"""The control API (org.gattd.Manager1) and gattctl against gattd and the stand-in.
 
 gattctl runs as a child with DBUS_SYSTEM_BUS_ADDRESS set to the private bus; every wait
 is on an event (a stand-in reply, a line on gattctl's or gattd's output) with a timeout.

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """`make demo-standin` (scripts/demo-standin): it keeps saved values in a directory of its
 own and leaves nothing behind, so a second run starts from the definition again; and it
-checks what it writes (issue 17 item 1)."""
+checks what it writes."""
 
 import json
 import os

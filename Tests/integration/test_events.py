@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Events for programs (issue 13 item 3): subscriptions, centrals, the adapter and
+"""Events for programs: subscriptions, centrals, the adapter and
 advertisements, as `gattctl watch --json` (a subscribed D-Bus client) sees them, and the
 stale-subscription case: when bluetoothd or the adapter goes away, nobody is subscribed.
 """

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""examples/led.sh: a shell program on gattctl (issue 13 item 6), against the stand-in."""
+"""examples/led.sh: a shell program on gattctl, against the stand-in."""
 
 import os
 

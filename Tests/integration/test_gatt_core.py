@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""gattd's GATT server against the stand-in bluetoothd (issue 2's list).
+"""gattd's GATT server against the stand-in bluetoothd.
 
 Attributes are found by UUID through the stand-in's Attributes(), never by path.
 Skipped with a clear message when the gattd binary is not built.

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Programs as the peripheral's brain: handlers answer reads and decide writes (issue 13).
+"""Programs as the peripheral's brain: handlers answer reads and decide writes.
 
 gattd serves configs/handlers.json (or examples/handler.json) to the stand-in bluetoothd;
 a handler program on the private bus registers with org.gattd.Manager1.RegisterHandler.

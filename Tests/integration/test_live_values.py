@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Live values (issue 4): timed sources, pacing, write hooks, as the stand-in sees them.
+"""Live values: timed sources, pacing, write hooks, as the stand-in sees them.
 
 Every wait is a stand-in call that returns on the event or fails with a timeout;
 "nothing happens" is proved by a WaitForNotifications that must time out.
@@ -257,7 +257,7 @@ def test_hooks_still_running_are_stopped_with_the_daemon(start_gattd, standin, t
 
 
 def test_counter_continues_where_it_stopped_after_a_restart(start_gattd, standin, tmp_path):
-    """issue 5: a counter source's position is saved (at the latest on SIGTERM) and a
+    """A counter source's position is saved (at the latest on SIGTERM) and a
     restarted gattd continues from it instead of starting over."""
     config = {"version": 1, "services": [{"id": "svc", "uuid": "12345678-1234-5678-1234-56789abc7000",
               "characteristics": [{"id": "count", "uuid": FAST, "flags": ["read", "notify"],

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Security (issue 12) against the stand-in bluetoothd: gattd's pairing agent as bluetoothd
+"""Security against the stand-in bluetoothd: gattd's pairing agent as bluetoothd
 calls it, the pairing window on Adapter1.Pairable, bonds and bondedOnly, and values that
 only bluetoothd may see. The real pairing over the air is Tests/vm/scenarios/gattd-security.sh.
 """

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The socket path (issue 14): AcquireNotify and AcquireWrite against the stand-in, which
+"""The socket path: AcquireNotify and AcquireWrite against the stand-in, which
 acquires, reads and closes sockets the way bluetoothd 5.66 ("shared": one socket per
 characteristic) and 5.76+ ("per-device": one per central) do (Tests/standin/acquired.py).
 """

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""State that survives (issue 5): restore, damage, full disk, and the crash test.
+"""State that survives: restore, damage, full disk, and the crash test.
 
 gattd's state directory is the test's own (STATE_DIRECTORY, see conftest.py); every
 restart within a test reuses it. Values are written and read through the stand-in

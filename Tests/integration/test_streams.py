@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Streams without loss: `delivery: "all"`, QueueFull and ReadyToUpdate (issue 13 item 4).
+"""Streams without loss: `delivery: "all"`, QueueFull and ReadyToUpdate.
 
 examples/stream.py is the producer: it calls SetValue as fast as gattd answers, waits for
 ReadyToUpdate after QueueFull, and goes on with the refused sample. The stand-in

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""gattd as a systemd service (issue 6): the sd_notify sequence, SIGHUP reload, SIGTERM.
+"""gattd as a systemd service: the sd_notify sequence, SIGHUP reload, SIGTERM.
 
 systemd's side of sd_notify is a datagram socket the test owns (notify_socket.py);
 bluetoothd is the stand-in, whose log and control methods show what gattd registered,

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""LEAdvertisingManager1 behaviour of bluetoothd 5.66 (contract 1.9).
+"""LEAdvertisingManager1 behaviour of bluetoothd 5.66 (docs/bluez-contract.md §8).
 
 RegisterAdvertisement takes an instance at call time (NotPermitted when none is
 left), replies late after reading the advert's properties (GetManagedObjects on

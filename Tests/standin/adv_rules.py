@@ -4,7 +4,7 @@
 Pure functions over dbus-python values (no I/O). Models src/advertising.c's
 parsers table (property -> expected D-Bus type) and refresh_legacy_adv's check
 "AD length > calc_max_adv_len" which fails registration with
-"Failed to parse advertisement." (contract 1.9).
+"Failed to parse advertisement." (docs/bluez-contract.md §8).
 """
 
 import dbus

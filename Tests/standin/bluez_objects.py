@@ -228,7 +228,7 @@ class AdapterObject(PropertiesObject):
         self.update(ADAPTER, **{name: dbus.UInt32(value)})
 
     def set_instances(self, active):
-        # SupportedInstances is the number of *remaining* instances (contract 1.9).
+        # SupportedInstances is the number of *remaining* instances (docs/bluez-contract.md §8).
         self.update(ADV_MANAGER, ActiveInstances=dbus.Byte(active),
                     SupportedInstances=dbus.Byte(self.max_adverts - active))
 

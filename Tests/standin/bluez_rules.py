@@ -192,7 +192,7 @@ def c_strtol(text):
 
 
 def att_error_for(op, name, message):
-    """ATT code bluetoothd 5.66 sends for a D-Bus error from the app (contract 1.4).
+    """ATT code bluetoothd 5.66 sends for a D-Bus error from the app (docs/bluez-contract.md §4).
 
     op is "read" or "write" (NotPermitted maps to 0x02 or 0x03).
     """

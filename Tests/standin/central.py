@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""What bluetoothd does towards the app when a central uses an attribute (contract 1.2-1.6).
+"""What bluetoothd does towards the app when a central uses an attribute (docs/bluez-contract.md §2-§6).
 
 Calls are asynchronous (the stand-in's loop keeps serving); each operation ends
 in `done(result)` or `fail(DBusException)`. Option dictionaries are built as

@@ -6,7 +6,7 @@ Usage: fake_bluetoothd.py --address <bus address> [--adapters hci0,hci1] [--max-
 
 Owns org.bluez (and org.gattd.test.Standin for the test-control interface) on
 that bus, exports the adapters with GattManager1 and LEAdvertisingManager1, and
-behaves as bluetoothd does towards applications (contract 1.1-1.6, 1.8, 1.9).
+behaves as bluetoothd does towards applications (docs/bluez-contract.md §1-§6, §7, §8).
 Prints "READY <unique name>" on stdout once both names are owned. SIGTERM is a
 clean stop (adverts get Release()); SIGKILL models a crash.
 """

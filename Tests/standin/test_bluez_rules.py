@@ -131,7 +131,7 @@ def test_advert_budget_and_types():
     uuid128 = dbus.Array(["12345678-1234-5678-1234-56789abcdef0"], signature="s")
     base = ad(Type=dbus.String("peripheral"), Discoverable=dbus.Boolean(True), ServiceUUIDs=uuid128)
     fits = dict(base, ManufacturerData=mfr(6))
-    assert adv_rules.legacy_ad_length(fits) == 31          # 3 + 18 + 10 (contract 1.9 example)
+    assert adv_rules.legacy_ad_length(fits) == 31          # 3 + 18 + 10 (docs/bluez-contract.md §8 example)
     assert adv_rules.legacy_ad_length(fits) <= adv_rules.legacy_max_length(fits, False)
     over = dict(base, ManufacturerData=mfr(7))
     assert adv_rules.legacy_ad_length(over) > adv_rules.legacy_max_length(over, False)

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""programs.py: what a real central sees of programs that drive gattd (issue 13), run by
+"""programs.py: what a real central sees of programs that drive gattd, run by
 scenarios/gattd-programs.sh with configs/programs.json:
 
   0. a secondary service, included by the primary one, as the central's stack reports them;

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""sockets.py: the socket path (issue 14) as a real central sees it, run by
+"""sockets.py: the socket path as a real central sees it, run by
 scenarios/gattd-sockets.sh with configs/sockets.json:
 
   1. subscribed to `stream` (acquireNotify), the central receives a counter as
