@@ -13,8 +13,9 @@ import Logging
 ///   `request` has `device` (o) and `mtu` (q) when known, `offset` (q), `link` (s) when
 ///   known, and for writes `expects-reply` (b): false for a Write Command.
 /// - An error reply named in `HandlerErrors` is the ATT result; any other error name is
-///   0x0E (logged); no reply in time, a program gone from the bus, or an answer of the
-///   wrong type is `.unavailable` (the attribute's fallback).
+///   0x0E (logged); no reply in time or a program gone from the bus is `.unavailable`
+///   (the attribute's fallback); an answer of the wrong type (a Read not `ay`, a Write
+///   with any value) is `.malformed`: refused, never served from the stored value.
 final class ProgramHandler: AttributeHandler {
     static let interface = "org.gattd.Handler1"
 
@@ -39,7 +40,7 @@ final class ProgramHandler: AttributeHandler {
             switch outcome {
             case .success(let reply):
                 guard let arguments = try? reply.arguments(), arguments.count == 1, let bytes = arguments[0].asBytes else {
-                    answer(.unavailable(reason: "Read answered with (\(reply.signature)), not (ay)"))
+                    answer(.malformed(reason: "Read answered with (\(reply.signature)), not (ay)"))
                     return
                 }
                 answer(.answered(bytes))
@@ -56,7 +57,14 @@ final class ProgramHandler: AttributeHandler {
         call("Write", [.string(attribute.id), .bytes(bytes), Self.describe(request, write: true)], timeout) {
             [self] outcome in
             switch outcome {
-            case .success: answer(.answered(()))
+            case .success(let reply):
+                // Write returns nothing; a value (say a boolean meant as a verdict) is not
+                // an acceptance gattd may assume.
+                guard reply.signature.isEmpty else {
+                    answer(.malformed(reason: "Write answered with (\(reply.signature)), not ()"))
+                    return
+                }
+                answer(.answered(()))
             case .failure(let error): answer(mapped(error, attribute))
             }
         }

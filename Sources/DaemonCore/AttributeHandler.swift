@@ -24,7 +24,9 @@ public enum HandlerAnswer<Value> {
     case answered(Value)
     /// The handler refused with an ATT error (its D-Bus error, mapped by name).
     case refused(GATTError)
-    /// No answer: timed out, left the bus, or answered nonsense. The attribute's fallback
-    /// applies.
+    /// No answer: timed out or left the bus. The attribute's fallback applies.
     case unavailable(reason: String)
+    /// An answer gattd cannot use (the wrong type): refused, never served from the stored
+    /// value nor stored, with the fallback's error when it has one, else `unlikely`.
+    case malformed(reason: String)
 }

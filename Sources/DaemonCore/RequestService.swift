@@ -12,7 +12,8 @@ public import Logging
 /// 2. `prepare-authorize` only asks: answered by the validation alone;
 /// 3. decide: the program's handler that claimed the attribute, else a deciding
 ///    `onWrite` hook, accepts or refuses; the value is stored only if accepted (a handler
-///    that does not answer in time gets the attribute's fallback);
+///    that does not answer in time gets the attribute's fallback, and so does an attribute
+///    no handler has claimed: with `"fallback": "error"` it is refused, fail closed);
 /// 4. store (observers see the change: notifications, control-API signals);
 /// 5. durable: when the attribute persists, the reply waits for the state file;
 /// 6. reply, then run a non-deciding `onWrite` hook.
@@ -85,7 +86,14 @@ public final class RequestService {
     /// the same bytes, so the central never stitches together two different values.
     public func read(_ attribute: Attribute, _ request: AttributeRequest) -> ReadOutcome {
         if let mtu = request.mtu { self.mtu.record(mtu: mtu, device: request.device) }
-        guard let handler = attribute.handler else { return .now(database.read(attribute, offset: request.offset)) }
+        guard let handler = attribute.handler else {
+            // Fail closed: a definition that wants a handler's decision refuses without one.
+            if case .error(let error) = attribute.handling.fallback, attribute.access.contains(.read) {
+                logNoHandler(attribute, "read", error)
+                return .now(.failure(error))
+            }
+            return .now(database.read(attribute, offset: request.offset))
+        }
         guard attribute.access.contains(.read) else { return .now(.failure(.readNotPermitted)) }
         if request.offset > 0, let bytes = longReads.bytes(of: attribute.id, device: request.device) {
             return .now(Self.slice(bytes, at: request.offset))
@@ -108,6 +116,8 @@ public final class RequestService {
                 pending.finish(Self.slice(bytes, at: request.offset))
             case .refused(let error):
                 pending.finish(.failure(error))
+            case .malformed(let reason):
+                pending.finish(.failure(refuseMalformed(handler, attribute, "read", reason)))
             case .unavailable(let reason):
                 logUnavailable(handler, attribute, "read", reason)
                 switch attribute.handling.fallback {
@@ -142,6 +152,35 @@ public final class RequestService {
             ])
     }
 
+    /// No handler is registered for an attribute whose fallback is an error: refused.
+    private func logNoHandler(_ attribute: Attribute, _ operation: String, _ error: GATTError) {
+        logger.warning(
+            "refused: no handler is registered; using the fallback",
+            metadata: [
+                "gatt.id": "\(attribute.id)", "operation": "\(operation)", "reason": "no handler registered",
+                "fallback": "ATT error 0x\(String(error.attCode, radix: 16))",
+            ])
+    }
+
+    /// A handler answered, but not in a form gattd can use: never served from the stored
+    /// value or stored; the fallback's error, else 0x0E.
+    private func refuseMalformed(
+        _ handler: any AttributeHandler, _ attribute: Attribute, _ operation: String, _ reason: String
+    ) -> GATTError {
+        let error: GATTError =
+            switch attribute.handling.fallback {
+            case .error(let error): error
+            case .storedValue: .unlikely
+            }
+        logger.warning(
+            "refused: the handler's answer is malformed",
+            metadata: [
+                "gatt.id": "\(attribute.id)", "handler": "\(handler.name)", "operation": "\(operation)",
+                "reason": "\(reason)", "att.error": "0x\(String(error.attCode, radix: 16))",
+            ])
+        return error
+    }
+
     // MARK: - Writes
 
     public typealias WriteCompletion = (Result<Void, WriteFailure>) -> Void
@@ -171,6 +210,8 @@ public final class RequestService {
                     store(attribute, bytes, request, runHook: hook != nil && hook?.decides == false, completion: completion)
                 case .refused(let error):
                     completion(.failure(.refused(error)))
+                case .malformed(let reason):
+                    completion(.failure(.refused(refuseMalformed(handler, attribute, "write", reason))))
                 case .unavailable(let reason):
                     logUnavailable(handler, attribute, "write", reason)
                     switch attribute.handling.fallback {
@@ -179,6 +220,12 @@ public final class RequestService {
                     }
                 }
             }
+            return
+        }
+        if request.caller == .central, case .error(let error) = attribute.handling.fallback {
+            // Fail closed: the definition wants a handler's decision and none is registered.
+            logNoHandler(attribute, "write", error)
+            completion(.failure(.refused(error)))
             return
         }
         decideByHook(attribute, bytes, request, completion: completion)

@@ -149,6 +149,47 @@ struct HandlerTests {
         #expect(f.database["strict"]!.value == [7])
     }
 
+    @Test("with no handler registered, fallback \"error\" refuses reads and writes from the first request")
+    func noHandlerFailsClosed() throws {
+        let f = try Fixture()
+        #expect(f.read("strict").value == .failure(.application(0x81)), "not the stored value")
+        #expect(f.write("strict", [9]).value == "refused 0x81")
+        #expect(f.database["strict"]!.value == [7], "a refused write is not stored")
+        #expect(f.write("strict", [1, 2]).value == "refused 0xd", "validation still comes first")
+        #expect(f.read("temp").value == .success([0, 0]), "fallback \"value\": the stored value")
+        #expect(f.write("temp", [5]).value == "accepted")
+        let set = Box<String>()
+        f.service.set(f.database["strict"]!, to: [3]) { set.value = (try? $0.get()) != nil ? "set" : "refused" }
+        #expect(set.value == "set", "SetValue is the program itself, not a central")
+        #expect(f.database["strict"]!.value == [3])
+        // A handler that came and went: refused again, as before it came.
+        #expect(f.service.handlers.claim(["strict"], for: f.handler) == nil)
+        #expect(f.service.handlers.release(f.handler) == ["strict"])
+        #expect(f.read("strict").value == .failure(.application(0x81)))
+        #expect(f.write("strict", [4]).value == "refused 0x81")
+        #expect(f.handler.reads.isEmpty && f.handler.writes.isEmpty)
+    }
+
+    @Test("an answer of the wrong type is refused, never served from the stored value nor stored")
+    func malformedAnswersAreRefused() throws {
+        let f = try Fixture()
+        #expect(f.service.handlers.claim(["temp", "strict"], for: f.handler) == nil)
+        let read = f.read("temp")
+        f.handler.reads[0].answer(.malformed(reason: "Read answered with (s), not (ay)"))
+        #expect(read.value == .failure(.unlikely), "fallback \"value\" does not cover a wrong answer: 0x0E")
+        let strictRead = f.read("strict")
+        f.handler.reads[1].answer(.malformed(reason: "Read answered with (s), not (ay)"))
+        #expect(strictRead.value == .failure(.application(0x81)), "the fallback's error where one is set")
+        let write = f.write("temp", [5])
+        f.handler.writes[0].answer(.malformed(reason: "Write answered with (b), not ()"))
+        #expect(write.value == "refused 0xe")
+        #expect(f.database["temp"]!.value == [0, 0])
+        let strictWrite = f.write("strict", [5])
+        f.handler.writes[1].answer(.malformed(reason: "Write answered with (b), not ()"))
+        #expect(strictWrite.value == "refused 0x81")
+        #expect(f.database["strict"]!.value == [7])
+    }
+
     @Test("writes are validated first, then decided by the handler, then stored")
     func writesAreDecided() throws {
         let f = try Fixture()

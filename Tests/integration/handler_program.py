@@ -2,7 +2,7 @@
 """A handler that misbehaves on request, for test_handlers.py.
 
     handler_program.py --ids slow,strict [--sleep-read ID=SECONDS] [--answer ID=HEX]
-                       [--refuse ID=ATTNAME] [--error-name ID=NAME]
+                       [--refuse ID=ATTNAME] [--error-name ID=NAME] [--wrong-type ID]
 
 Prints `registered` once RegisterHandler succeeded (or `refused NAME: MESSAGE` and exits 3),
 and `read ID` / `write ID HEX` as each request arrives, before it answers.
@@ -31,6 +31,7 @@ class Handler(dbus.service.Object):
         self.answer = {k: bytes.fromhex(v) for k, v in pairs(args.answer).items()}
         self.refuse = pairs(args.refuse)
         self.error_name = pairs(args.error_name)
+        self.wrong_type = set(args.wrong_type)
         self.reads = 0
 
     def _fail(self, characteristic):
@@ -39,20 +40,27 @@ class Handler(dbus.service.Object):
         if characteristic in self.error_name:
             raise dbus.DBusException("a name gattd does not know", name=self.error_name[characteristic])
 
-    @dbus.service.method("org.gattd.Handler1", in_signature="sa{sv}", out_signature="ay")
+    # No fixed out_signature: dbus-python guesses it from the value, so --wrong-type can
+    # answer a Read with a string and a Write with a boolean.
+    @dbus.service.method("org.gattd.Handler1", in_signature="sa{sv}", out_signature=None)
     def Read(self, characteristic, request):
         print("read %s offset=%d" % (characteristic, request.get("offset", 0)), flush=True)
         if characteristic in self.sleep:
             time.sleep(self.sleep[characteristic])  # blocks this program: a stuck handler
         self._fail(characteristic)
+        if characteristic in self.wrong_type:
+            return dbus.String("not bytes")
         self.reads += 1
         return dbus.ByteArray(self.answer.get(characteristic, ("fresh %d" % self.reads).encode()))
 
-    @dbus.service.method("org.gattd.Handler1", in_signature="saya{sv}", out_signature="")
+    @dbus.service.method("org.gattd.Handler1", in_signature="saya{sv}", out_signature=None)
     def Write(self, characteristic, value, request):
         print("write %s %s reply=%s" % (characteristic, bytes(value).hex(), bool(request.get("expects-reply"))),
               flush=True)
         self._fail(characteristic)
+        if characteristic in self.wrong_type:
+            return dbus.Boolean(True)  # a verdict gattd never asked for
+        return None
 
 
 def main():
@@ -62,6 +70,7 @@ def main():
     parser.add_argument("--answer", action="append", default=[])
     parser.add_argument("--refuse", action="append", default=[])
     parser.add_argument("--error-name", action="append", default=[])
+    parser.add_argument("--wrong-type", action="append", default=[])
     args = parser.parse_args()
     dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
     bus = dbus.SystemBus()

@@ -119,6 +119,37 @@ def test_application_error_and_unknown_error_names(gattd, standin, program):
     assert not handler.wait_for_line("write strict 0506", 0.5)
 
 
+def manager(standin):
+    return dbus.Interface(standin.bus.connect().get_object("org.gattd", "/org/gattd"), "org.gattd.Manager1")
+
+
+def test_no_handler_registered_fallback_error_refuses_from_the_first_request(gattd, standin):
+    """Fail closed (docs/fail-closed.md): no program has registered yet, so nobody decided."""
+    g = gattd()
+    assert read_att(standin, STRICT) == (0x81, b""), "not the stored value"
+    assert write_att(standin, STRICT, b"\x05") == 0x81, "a write nobody decided is refused"
+    assert bytes(manager(standin).GetValue("strict")) == b"\x01", "and not stored"
+    line = g.child.wait_for_line("refused: no handler is registered; using the fallback", 5)
+    assert line and "strict" in line, line
+    assert read_att(standin, SLOW) == (0, b"stored"), "fallback 'value': the stored value"
+    assert write_att(standin, SLOW, b"no handler") == 0
+    manager(standin).SetValue("strict", dbus.ByteArray(b"\x02"))
+    assert bytes(manager(standin).GetValue("strict")) == b"\x02", "SetValue is the program's own, not refused"
+
+
+def test_an_answer_of_the_wrong_type_is_refused_not_served(gattd, standin, program):
+    g = gattd()
+    handler = program("--ids", "slow,strict", "--wrong-type", "slow", "--wrong-type", "strict")
+    assert handler.wait_for_line("registered", 10)
+    assert read_att(standin, SLOW) == (0x0E, b""), "fallback 'value' does not cover a wrong answer"
+    assert g.child.wait_for_line("refused: the handler's answer is malformed", 5)
+    assert read_att(standin, STRICT) == (0x81, b""), "the fallback's error where one is set"
+    assert write_att(standin, SLOW, b"true?") == 0x0E, "a boolean is not an acceptance"
+    assert write_att(standin, STRICT, b"\x07") == 0x81
+    assert bytes(manager(standin).GetValue("slow")) == b"stored"
+    assert bytes(manager(standin).GetValue("strict")) == b"\x01"
+
+
 def test_a_stuck_handler_gets_the_fallback_while_other_reads_are_served(gattd, standin, program, private_bus):
     g = gattd()
     handler = program("--ids", "slow", "--sleep-read", "slow=10")
@@ -143,6 +174,7 @@ def test_a_handler_killed_mid_request_falls_back_and_loses_its_claims(gattd, sta
     assert out.split() == ["129", ""] or out.split() == ["129"], "fallback 'error' 0x81: %r" % out
     assert g.child.wait_for_line("handler gone; its attributes fall back to their definitions", 10)
     assert read_att(standin, SLOW) == (0, b"stored"), "no claim left: served from the database"
+    assert read_att(standin, STRICT) == (0x81, b""), "no claim left, fallback 'error': refused"
     again = program("--ids", "slow", "--answer", "slow=" + b"new owner".hex())
     assert again.wait_for_line("registered", 10), "the ids are free again"
     assert read_att(standin, SLOW) == (0, b"new owner")
