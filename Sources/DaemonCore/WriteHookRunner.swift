@@ -74,15 +74,29 @@ public final class WriteHookRunner {
         }
         let started = run(hook, attribute, bytes, offset, device) { [logger] outcome in
             let error = Self.verdict(outcome)
-            logger.info(
-                error == nil ? "write hook accepted the write" : "write hook refused the write",
-                metadata: [
-                    "gatt.id": "\(attribute.id)", "outcome": "\(outcome)",
-                    "att.error": "\(error.map { "0x" + String($0.attCode, radix: 16) } ?? "none")",
-                ])
+            let metadata: Logger.Metadata = [
+                "gatt.id": "\(attribute.id)", "outcome": "\(outcome)",
+                "att.error": "\(error.map { "0x" + String($0.attCode, radix: 16) } ?? "none")",
+            ]
+            if Self.isVerdict(outcome) {
+                logger.info(error == nil ? "write hook accepted the write" : "write hook refused the write", metadata: metadata)
+            } else {
+                // Timed out, killed, or an exit status that is no verdict: nobody decided.
+                logger.warning("write refused: the deciding hook gave no verdict (\(outcome))", metadata: metadata)
+            }
             verdict(error)
         }
-        if !started { verdict(.unlikely) }
+        if !started {
+            logger.warning(
+                "write refused: the deciding hook could not run", metadata: ["gatt.id": "\(attribute.id)", "att.error": "0xe"])
+            verdict(.unlikely)
+        }
+    }
+
+    /// Whether `outcome` is one of the verdicts a deciding hook can give (0, 128...159).
+    private static func isVerdict(_ outcome: ChildProcess.Outcome) -> Bool {
+        if case .exited(let status) = outcome { return status == 0 || (128...159).contains(status) }
+        return false
     }
 
     /// Runs the (non-deciding) hook of `attribute` after an accepted write.

@@ -119,3 +119,38 @@ final class ScratchDirectory {
         try? FileManager.default.removeItem(atPath: path)
     }
 }
+
+/// A logger whose lines a test can read: `level message key=value ...`, for checking
+/// that a refusal names its cause.
+final class RecordedLog: @unchecked Sendable {
+    private var recorded: [String] = []
+    private let lock = NSLock()
+
+    var lines: [String] { lock.withLock { recorded } }
+
+    var logger: Logger { Logger(label: "test") { _ in Handler(log: self) } }
+
+    /// Whether a line at `level` starts with `message` and contains each of `containing`.
+    func has(_ level: Logger.Level, _ message: String, containing: [String] = []) -> Bool {
+        lines.contains { line in
+            line.hasPrefix("\(level) \(message)") && containing.allSatisfy { line.contains($0) }
+        }
+    }
+
+    private struct Handler: LogHandler {
+        let log: RecordedLog
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            let fields = (event.metadata ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+            let line = "\(event.level) \(event.message) \(fields.joined(separator: " "))"
+            log.lock.withLock { log.recorded.append(line) }
+        }
+    }
+}

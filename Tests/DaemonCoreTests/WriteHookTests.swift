@@ -2,14 +2,15 @@
 
 import BLEModel
 import DaemonCore
+import Logging
 import Mainloop
 import Testing
 
 @Suite("Write hooks")
 struct WriteHookTests {
-    private static func runner(_ argv: [String], decides: Bool, timeoutMs: Int = 2000, loop: EventLoop) throws
-        -> (WriteHookRunner, Attribute)
-    {
+    private static func runner(
+        _ argv: [String], decides: Bool, timeoutMs: Int = 2000, loop: EventLoop, logger: Logger = quietLogger
+    ) throws -> (WriteHookRunner, Attribute) {
         let argvJSON = "[" + argv.map { "\"" + $0.replacingOccurrences(of: "\"", with: "\\\"") + "\"" }.joined(separator: ",") + "]"
         let configuration = try liveConfiguration("""
             {"version": 1, "services": [{"uuid": "180D", "characteristics": [
@@ -17,12 +18,15 @@ struct WriteHookTests {
                "onWrite": {"argv": \(argvJSON), "timeoutMs": \(timeoutMs), "decides": \(decides)}}]}]}
             """)
         let database = AttributeDatabase(configuration: configuration)
-        return (WriteHookRunner(configuration: configuration, loop: loop, logger: quietLogger), database["control"]!)
+        return (WriteHookRunner(configuration: configuration, loop: loop, logger: logger), database["control"]!)
     }
 
-    private static func decide(_ argv: [String], bytes: [UInt8] = [0x01], timeoutMs: Int = 2000) throws -> GATTError?? {
+    private static func decide(
+        _ argv: [String], bytes: [UInt8] = [0x01], timeoutMs: Int = 2000, log: RecordedLog? = nil
+    ) throws -> GATTError?? {
         let loop = try EventLoop()
-        let (runner, attribute) = try runner(argv, decides: true, timeoutMs: timeoutMs, loop: loop)
+        let (runner, attribute) = try runner(
+            argv, decides: true, timeoutMs: timeoutMs, loop: loop, logger: log?.logger ?? quietLogger)
         var verdict: GATTError??
         runner.decide(attribute, bytes: bytes, offset: 0, device: "/org/bluez/hci0/dev_X") { verdict = .some($0) }
         loop.run(until: { verdict != nil }, timeout: .seconds(10))
@@ -39,6 +43,30 @@ struct WriteHookTests {
         #expect(try Self.decide(["/bin/sh", "-c", "kill -9 $$"]) == .some(.unlikely))
         #expect(try Self.decide(["/nonexistent/hook"]) == .some(.unlikely))
         #expect(try Self.decide(["/bin/sleep", "30"], timeoutMs: 100) == .some(.unlikely))
+    }
+
+    @Test("a deciding hook that cannot start, times out or is killed refuses with 0x0E and says why")
+    func noVerdictFailsClosed() throws {
+        let dir = try ScratchDirectory()
+        defer { dir.remove() }
+        let notExecutable = try dir.file("not-executable", "exit 0\n")  // mode 0644: execve says EACCES
+        let missing = RecordedLog()
+        #expect(try Self.decide([dir.path + "/missing-hook"], log: missing) == .some(.unlikely))
+        #expect(missing.has(.error, "write hook cannot start", containing: ["No such file"]))
+        #expect(missing.has(.warning, "write refused: the deciding hook could not run", containing: ["gatt.id=control"]))
+        let denied = RecordedLog()
+        #expect(try Self.decide([notExecutable], log: denied) == .some(.unlikely))
+        #expect(denied.has(.error, "write hook cannot start", containing: ["Permission denied"]))
+        #expect(denied.has(.warning, "write refused: the deciding hook could not run"))
+        let slow = RecordedLog()
+        #expect(try Self.decide(["/bin/sleep", "30"], timeoutMs: 100, log: slow) == .some(.unlikely))
+        #expect(slow.has(.warning, "write refused: the deciding hook gave no verdict (timed out)", containing: ["0xe"]))
+        let killed = RecordedLog()
+        #expect(try Self.decide(["/bin/sh", "-c", "kill -9 $$"], log: killed) == .some(.unlikely))
+        #expect(killed.has(.warning, "write refused: the deciding hook gave no verdict (killed by signal 9)"))
+        let refused = RecordedLog()
+        #expect(try Self.decide(["/bin/sh", "-c", "exit 130"], log: refused) == .some(.application(0x82)))
+        #expect(refused.has(.info, "write hook refused the write", containing: ["0x82"]), "a verdict, not a failure")
     }
 
     @Test("the hook sees the value as GATT_VALUE_HEX and on stdin, never in argv")

@@ -170,6 +170,39 @@ def test_deciding_hook_refuses_with_0x80_and_accepts_with_0(start_gattd, standin
     assert read() == b"\x00"
 
 
+def test_deciding_hook_that_decides_nothing_refuses_and_says_why(start_gattd, standin, tmp_path):
+    """Fail closed (docs/fail-closed.md): a deciding hook that cannot start (missing, not executable),
+    times out or is killed made no decision, so the write is refused with 0x0E and not stored."""
+    not_executable = tmp_path / "not-executable"
+    not_executable.write_text("#!/bin/sh\nexit 0\n")
+    not_executable.chmod(0o644)
+    hooks = {
+        "missing": [str(tmp_path / "missing-hook")],
+        "noexec": [str(not_executable)],
+        "slow": ["/bin/sh", "-c", "exec sleep 30"],
+        "killed": ["/bin/sh", "-c", "kill -9 $$"],
+    }
+    characteristics = [
+        {"id": name, "uuid": "12345678-1234-5678-1234-56789abc63%02x" % (i + 1), "flags": ["read", "write"],
+         "value": {"hex": "ff"}, "maxLength": 4, "persist": False,
+         "onWrite": {"argv": argv, "decides": True, "timeoutMs": 300}}
+        for i, (name, argv) in enumerate(sorted(hooks.items()))]
+    config = tmp_path / "undecided.json"
+    config.write_text(json.dumps({"version": 1, "services": [
+        {"id": "undecided", "uuid": "12345678-1234-5678-1234-56789abc6300", "characteristics": characteristics}]}))
+    g = start(start_gattd, standin, str(config))
+    for i, name in enumerate(sorted(hooks)):
+        path = path_of(standin, "12345678-1234-5678-1234-56789abc63%02x" % (i + 1))
+        code = int(standin.call("WriteAtt", path, dbus.ByteArray(b"\x01"), dbus.UInt16(0), MTU, DEVICE, False))
+        assert code == 0x0E, "%s: %#x" % (name, code)
+        assert bytes(standin.call("Read", path, dbus.UInt16(0), MTU, DEVICE)) == b"\xff", "%s: stored" % name
+    for line in ("cannot start", "No such file", "Permission denied",
+                 "write refused: the deciding hook could not run",
+                 "write refused: the deciding hook gave no verdict (timed out)",
+                 "write refused: the deciding hook gave no verdict (killed by signal 9)"):
+        assert g.child.wait_for_line(line, 5), line
+
+
 def test_hook_gets_the_value_on_stdin_after_the_write(start_gattd, standin, hook_config):
     config, written = hook_config
     start(start_gattd, standin, config)
