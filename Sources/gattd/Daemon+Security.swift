@@ -42,10 +42,11 @@ final class SecurityWiring {
         control.centrals = centrals
         guard let agent, let window else { return }
         agent.pairingAllowed = { [unowned window] in window.isOpen }
-        agent.onEvent = { [unowned self, unowned control] event in
+        agent.onEvent = { [unowned self, unowned control, unowned centrals] event in
             switch event {
             case .passkey(let device, let address, let passkey):
-                self.showPasskey(device: device, address: address, passkey: passkey, control: control)
+                self.showPasskey(
+                    device: device, address: address, passkey: passkey, control: control, centrals: centrals)
             case .cancelled:
                 self.stopPasskeyProgram()
             }
@@ -84,30 +85,46 @@ final class SecurityWiring {
         }
     }
 
-    /// The passkey reaches a person: the journal (`PASSKEY`, `DEVICE`), the control API's
-    /// `PasskeyDisplayed`, and the `onPasskey` program with `GATTD_PASSKEY` in its environment.
-    private func showPasskey(device: String, address: String, passkey: UInt32, control: ControlManager) {
+    /// The passkey reaches a person: the `onPasskey` program with `GATTD_PASSKEY` in its
+    /// environment, the journal (`PASSKEY`, `DEVICE`) and the control API's `PasskeyDisplayed`.
+    /// Fail closed: when the program cannot start, the passkey is shown nowhere and the
+    /// central is disconnected, which ends the pairing (bluetoothd sends `DisplayPasskey`
+    /// without waiting for an answer, so an error reply would not).
+    private func showPasskey(
+        device: String, address: String, passkey: UInt32, control: ControlManager, centrals: CentralWatch
+    ) {
         let digits = PairingAgent.format(passkey: passkey)
+        if let program = definition.onPasskey {
+            stopPasskeyProgram()
+            do {
+                passkeyProgram = try ChildProcess.start(
+                    argv: program.argv,
+                    environment: ["GATTD_PASSKEY": digits, "GATTD_DEVICE": address, "GATTD_DEVICE_PATH": device],
+                    timeout: .milliseconds(program.timeoutMs), loop: loop
+                ) { [weak self, logger] finished in
+                    self?.passkeyProgram = nil
+                    guard finished.outcome != .exited(0) else { return }
+                    logger.warning(
+                        "passkey program failed",
+                        metadata: ["outcome": "\(finished.outcome)", "program": "\(program.argv[0])"])
+                }
+            } catch {
+                logger.error(
+                    "pairing refused: the passkey program cannot start; disconnecting the central",
+                    metadata: ["program": "\(program.argv[0])", "error": "\(error)", "device": "\(address)"])
+                centrals.disconnect(device: device) { [logger] error in
+                    guard let error else { return }
+                    logger.warning(
+                        "could not disconnect the central whose pairing was refused",
+                        metadata: ["device": "\(address)", "error": "\(error.name): \(error.message)"])
+                }
+                return
+            }
+        }
         logger.notice(
             "passkey for pairing: \(digits)",
             metadata: ["passkey": "\(digits)", "device": "\(address)", "device.path": "\(device)"])
         control.passkeyEvent(device: device, address: address, passkey: digits)
-        guard let program = definition.onPasskey else { return }
-        stopPasskeyProgram()
-        do {
-            passkeyProgram = try ChildProcess.start(
-                argv: program.argv,
-                environment: ["GATTD_PASSKEY": digits, "GATTD_DEVICE": address, "GATTD_DEVICE_PATH": device],
-                timeout: .milliseconds(program.timeoutMs), loop: loop
-            ) { [weak self, logger] finished in
-                self?.passkeyProgram = nil
-                guard finished.outcome != .exited(0) else { return }
-                logger.warning(
-                    "passkey program failed", metadata: ["outcome": "\(finished.outcome)", "program": "\(program.argv[0])"])
-            }
-        } catch {
-            logger.error("passkey program cannot start", metadata: ["program": "\(program.argv[0])", "error": "\(error)"])
-        }
     }
 
     private func stopPasskeyProgram() {

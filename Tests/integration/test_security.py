@@ -161,6 +161,27 @@ def test_display_passkey_reaches_journal_watch_and_program(start_gattd, standin,
     assert [line for line in w.out.lines if '"passkey"' in line].__len__() == 1
 
 
+def test_passkey_program_that_cannot_start_refuses_the_pairing(start_gattd, standin, private_bus, tmp_path):
+    """Fail closed (docs/fail-closed.md): the passkey is shown nowhere and the central is disconnected."""
+    config = json.load(open(os.path.join(REPO, "Tests", "integration", "configs", "security-pk.json")))
+    config["security"]["onPasskey"] = {"argv": [str(tmp_path / "no-such-passkey-program")]}
+    path = tmp_path / "pk-missing.json"
+    path.write_text(json.dumps(config))
+    g = start_gattd(str(path))
+    serving(g, standin)
+    w = watch(private_bus)
+    device = standin.call("SetDeviceConnected", "hci0", "00:11:22:33:44:55", True)
+    assert agent_call(standin, "DisplayPasskey", "ouq", device, dbus.UInt32(4321), dbus.UInt16(0)) == []
+    line = g.child.wait_for_line("pairing refused: the passkey program cannot start", 10)
+    assert line and "No such file" in line, line
+    log = lambda: [str(line) for line in standin.call("Log")]  # noqa: E731
+    wait_until(lambda: any("%s Disconnect" % device in line for line in log()), 10, "Disconnect of the central")
+    # gattd logs in order: had it shown the passkey, the line would be before the refusal.
+    assert not [line for line in g.child.out.lines if "004321" in line], "the passkey was shown"
+    w.stop()
+    assert not [line for line in w.out.lines if '"passkey"' in line], "PasskeyDisplayed was sent"
+
+
 def test_bonds_list_remove_and_bonded_only(start_gattd, standin, private_bus):
     g = start_gattd("security-jw.json")
     serving(g, standin)
