@@ -31,6 +31,8 @@ public final class PairingAgent: DBusObject {
     /// Whether pairing is allowed now (the pairing window); asked at every request.
     public var pairingAllowed: () -> Bool = { false }
     public var onEvent: ((Event) -> Void)?
+    /// The agent is registered (and asked to be the default) with a bluetoothd.
+    public var onRegistered: (() -> Void)?
     /// The unique name of the `org.bluez` owner whose calls are answered.
     public private(set) var trustedSender: String?
     /// The `org.bluez` owner the agent is registered with, once it answered.
@@ -130,6 +132,7 @@ public final class PairingAgent: DBusObject {
             self.logger.info(
                 "pairing agent registered",
                 metadata: ["pairing": "\(self.mode.rawValue)", "capability": "\(self.mode.capability ?? "")"])
+            self.onRegistered?()
         }
     }
 

@@ -143,6 +143,16 @@ public final class PairingWindow {
         }
     }
 
+    /// gattd's agent became bluetoothd's default agent. bluetoothd (with main.conf's
+    /// `AlwaysPairable` off, its default) then makes the adapter pairable, whatever gattd
+    /// set before: the window's state goes on the adapter again, so a closed window stays
+    /// closed after bluetoothd restarts.
+    public func agentRegistered() {
+        guard adapterPath != nil, found != nil else { return }
+        logger.info("pairing agent registered; the adapter's Pairable follows the window again", metadata: ["open": "\(isOpen)"])
+        apply()
+    }
+
     public func adapterGone() {
         generation += 1
         adapterPath = nil

@@ -42,6 +42,7 @@ final class SecurityWiring {
         control.centrals = centrals
         guard let agent, let window else { return }
         agent.pairingAllowed = { [unowned window] in window.isOpen }
+        agent.onRegistered = { [unowned window] in window.agentRegistered() }
         agent.onEvent = { [unowned self, unowned control, unowned centrals] event in
             switch event {
             case .passkey(let device, let address, let passkey):

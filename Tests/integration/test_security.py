@@ -137,6 +137,29 @@ def test_agent_registered_again_after_bluetoothd_restart(start_gattd, standin):
     assert agent_call(standin, "Cancel") == []
 
 
+def test_closed_window_stays_closed_after_bluetoothd_restart(start_gattd, standin, private_bus):
+    """Fail closed (docs/fail-closed.md): bluetoothd makes the adapter pairable when gattd's agent
+    becomes the default again; gattd puts the closed window back on the adapter."""
+    g = start_gattd("security-jw.json")
+    serving(g, standin)
+    w = watch(private_bus)
+    event(w, event="pairing", state="closed")
+    w.stop()
+    assert not adapter_props(standin)["Pairable"]
+    standin.restart()
+    standin.call("WaitForApplication", WAIT)
+    wait_until(lambda: len(agents(standin)) == 1 and agents(standin)[0][3], 10, "the agent registered again")
+    log = lambda: [str(line) for line in standin.call("Log")]  # noqa: E731
+
+    def closed_after_default():
+        lines = log()
+        default = [i for i, line in enumerate(lines) if " default agent " in line]
+        return default and any(line.endswith(" adapter hci0 Pairable=False") for line in lines[default[-1]:])
+    wait_until(closed_after_default, 10, "gattd to close the adapter again after its agent became the default")
+    assert not adapter_props(standin)["Pairable"]
+    assert agent_call(standin, "RequestAuthorization", "o", dbus.ObjectPath(DEVICE)) == REJECTED
+
+
 def test_display_passkey_reaches_journal_watch_and_program(start_gattd, standin, private_bus, tmp_path):
     out_file = tmp_path / "passkey.txt"
     g = start_gattd("security-pk.json", env={"PASSKEY_OUT": str(out_file)})

@@ -111,7 +111,9 @@ class BluezObject(PropertiesObject):
 
     As bluetoothd: one agent per connection; RegisterAgent checks the capability;
     RequestDefaultAgent only for the caller's own agent; an agent whose owner leaves the bus
-    is dropped (and stops being the default).
+    is dropped (and stops being the default). A new default agent makes every adapter
+    pairable, as bluetoothd does with main.conf's AlwaysPairable off (its default:
+    adapter_set_io_capability sets the kernel's bondable setting).
     """
 
     CAPABILITIES = ("DisplayOnly", "DisplayYesNo", "KeyboardOnly", "NoInputNoOutput", "KeyboardDisplay", "")
@@ -158,6 +160,10 @@ class BluezObject(PropertiesObject):
             raise bluez_error("DoesNotExist", "No such agent")
         self.default_agent = sender
         self._log("default agent %s %s" % (sender, path))
+        if self.daemon is not None:
+            for adapter in self.daemon.adapters.values():
+                if not adapter.props[ADAPTER]["Pairable"]:
+                    adapter._set_bool("Pairable", dbus.Boolean(True))
 
     def _gone(self, owner):
         self.agents.pop(owner, None)
