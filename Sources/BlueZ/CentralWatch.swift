@@ -45,6 +45,10 @@ public final class CentralWatch {
     }
 
     public var onEvent: ((Event) -> Void)?
+    /// A central found already connected when gattd learns the adapter's devices (gattd
+    /// or bluetoothd started while it was connected): not announced as `.connected`, but
+    /// a policy about who may stay connected (`bondedOnly`) must see it.
+    public var onFoundConnected: ((_ device: String, _ address: String) -> Void)?
     private let connection: BusConnection
     private let logger: Logger
     private var adapterPath: ObjectPath?
@@ -118,9 +122,17 @@ public final class CentralWatch {
             destination: BlueZNames.service, path: BlueZNames.root, interface: BlueZNames.objectManager,
             member: "GetManagedObjects"
         ) { [weak self] result in
-            guard let self, attempt == self.generation, case .success(let reply) = result,
-                let objects = (try? reply.arguments())?.first?.dictionaryEntries
-            else { return }
+            guard let self, attempt == self.generation else { return }
+            guard case .success(let reply) = result, let objects = (try? reply.arguments())?.first?.dictionaryEntries
+            else {
+                if case .failure(let error) = result {
+                    self.logger.error(
+                        "cannot learn the centrals bluetoothd has; those connected now are not checked",
+                        metadata: ["error": "\(error.name): \(error.message)"])
+                }
+                return
+            }
+            var foundConnected: [(String, String)] = []
             for entry in objects {
                 let interfaces = entry.value
                 guard let device = entry.key.asObjectPath, device.isDescendant(of: path), centrals[device.rawValue] == nil,
@@ -134,7 +146,11 @@ public final class CentralWatch {
                     name: values["Name"]?.asString, connected: values["Connected"]?.asBool ?? false,
                     paired: values["Paired"]?.asBool ?? false, bonded: values["Bonded"]?.asBool,
                     trusted: values["Trusted"]?.asBool ?? false)
+                if let central = centrals[device.rawValue], central.connected {
+                    foundConnected.append((device.rawValue, central.address))
+                }
             }
+            for (device, address) in foundConnected.sorted(by: { $0.0 < $1.0 }) { onFoundConnected?(device, address) }
         }
     }
 

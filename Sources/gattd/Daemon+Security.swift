@@ -40,6 +40,10 @@ final class SecurityWiring {
         control.security = definition
         control.pairingWindow = window
         control.centrals = centrals
+        // Centrals connected before gattd (or a restarted bluetoothd) listed them: checked too.
+        centrals.onFoundConnected = { [unowned self, unowned centrals] device, address in
+            self.centralConnected(device: device, address: address, centrals: centrals)
+        }
         guard let agent, let window else { return }
         agent.pairingAllowed = { [unowned window] in window.isOpen }
         agent.onRegistered = { [unowned window] in window.agentRegistered() }

@@ -235,6 +235,25 @@ def test_bonds_list_remove_and_bonded_only(start_gattd, standin, private_bus):
     w.stop()
 
 
+def test_bonded_only_checks_centrals_connected_before_gattd_listed_them(start_gattd, standin, tmp_path):
+    """Fail closed (docs/fail-closed.md): a central connected before gattd (or a restarted bluetoothd)
+    listed the adapter's devices is checked as well, not only those that connect later."""
+    config = json.load(open(os.path.join(REPO, "Tests", "integration", "configs", "security-jw.json")))
+    config["security"] = {"pairing": "just-works", "pairable": "never", "bondedOnly": True}
+    path = tmp_path / "bonded-only.json"
+    path.write_text(json.dumps(config))
+    standin.call("SetDeviceBonded", "hci0", "00:11:22:33:44:55", True)
+    bonded = standin.call("SetDeviceConnected", "hci0", "00:11:22:33:44:55", True)
+    stranger = standin.call("SetDeviceConnected", "hci0", "00:66:77:88:99:AA", True)
+    g = start_gattd(str(path))
+    serving(g, standin)
+    line = g.child.wait_for_line("disconnecting a central that is not bonded", 10)
+    assert line and "00:66:77:88:99:AA" in line, line
+    log = lambda: [str(line) for line in standin.call("Log")]  # noqa: E731
+    wait_until(lambda: any("%s Disconnect" % stranger in line for line in log()), 10, "Disconnect of the stranger")
+    assert not any("%s Disconnect" % bonded in line for line in log())
+
+
 def test_values_only_for_bluetoothd(start_gattd, standin, private_bus):
     g = start_gattd("security-jw.json")
     serving(g, standin)
