@@ -39,6 +39,9 @@ public final class PairingWindow {
     /// with the adapter's settings, so after bluetoothd restarts the adapter may show what
     /// gattd set; the first reading is what gets put back.
     private var firstFound: [String: (pairable: Bool, timeout: UInt32)] = [:]
+    /// The adapter's settings could not be read: the window goes on the adapter all the
+    /// same (fail closed: a closed window is `Pairable` false), and `stop` puts nothing back.
+    private var foundUnknown = false
     private var generation = 0
 
     public init(
@@ -113,6 +116,7 @@ public final class PairingWindow {
         let attempt = generation
         adapterPath = path
         found = nil
+        foundUnknown = false
         if let known = firstFound[path.rawValue] {
             found = known
             apply()
@@ -137,8 +141,10 @@ public final class PairingWindow {
                 self.apply()
             case .failure(let error):
                 self.logger.error(
-                    "cannot read the adapter's Pairable; pairing stays as the adapter has it",
-                    metadata: ["error": "\(error.name): \(error.message)"])
+                    "cannot read the adapter's Pairable; it follows the pairing window all the same and is not put back when gattd stops",
+                    metadata: ["error": "\(error.name): \(error.message)", "open": "\(self.isOpen)"])
+                self.foundUnknown = true
+                self.apply()
             }
         }
     }
@@ -148,7 +154,7 @@ public final class PairingWindow {
     /// set before: the window's state goes on the adapter again, so a closed window stays
     /// closed after bluetoothd restarts.
     public func agentRegistered() {
-        guard adapterPath != nil, found != nil else { return }
+        guard adapterPath != nil, found != nil || foundUnknown else { return }
         logger.info("pairing agent registered; the adapter's Pairable follows the window again", metadata: ["open": "\(isOpen)"])
         apply()
     }
@@ -157,11 +163,12 @@ public final class PairingWindow {
         generation += 1
         adapterPath = nil
         found = nil
+        foundUnknown = false
     }
 
     /// Sets `Pairable`/`PairableTimeout` for the current state (once the found values are known).
     private func apply() {
-        guard let adapterPath, found != nil else { return }
+        guard let adapterPath, found != nil || foundUnknown else { return }
         if isOpen {
             set(adapterPath, "PairableTimeout", .uint32(UInt32(clamping: secondsLeft ?? 0)))
             set(adapterPath, "Pairable", .bool(true))

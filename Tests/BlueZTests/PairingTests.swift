@@ -113,6 +113,26 @@ struct PairingWindowTests {
         #expect(adapter.pairingWrites == ["Pairable=false", "PairableTimeout=120", "Pairable=true"])
     }
 
+    @Test("Pairable unreadable: the window still goes on the adapter (closed: false), again once the agent registered")
+    func unreadableFailsClosed() throws {
+        let f = try BlueZFixture()
+        let window = f.pairingWindow(.never)
+        var found = false
+        // No bluetoothd yet: GetAll fails, so what the adapter had is unknown.
+        window.adapterAvailable(path: hci0) { found = true }
+        #expect(f.run { found })
+        let bluez = try f.startBlueZ()
+        let adapter = try #require(bluez.adapters["hci0"])
+        adapter.pairable = true  // as bluetoothd leaves it once a default agent appeared
+        window.agentRegistered()
+        #expect(f.run { adapter.pairingWrites == ["Pairable=false"] })
+        #expect(!adapter.pairable)
+        var stopped = false
+        window.stop { stopped = true }
+        #expect(f.run { stopped })
+        #expect(adapter.pairingWrites == ["Pairable=false"], "nothing read, nothing put back")
+    }
+
     @Test("after bluetoothd restarts, what gattd first found is what stop puts back")
     func firstFoundSurvivesRestart() throws {
         let f = try BlueZFixture()
