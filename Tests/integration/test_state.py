@@ -150,6 +150,13 @@ def test_full_disk_refuses_the_write_and_keeps_serving(start_gattd, standin, tin
     assert read(standin, LABEL) == b"before", "a refused write must not stay in memory"
     assert bytes.fromhex(state_file(tiny_tmpfs)["characteristics"]["label"]["value"]) == b"before"
     assert logged(g, "No space left on device")
+    assert logged(g, "write refused: its value could not be saved")
+    # A program's SetValue is refused the same way: nothing is acknowledged that is not on disk.
+    manager = dbus.Interface(standin.bus.connect().get_object("org.gattd", "/org/gattd"), "org.gattd.Manager1")
+    with pytest.raises(dbus.DBusException) as refused:
+        manager.SetValue("label", dbus.ByteArray(b"lost2"))
+    assert refused.value.get_dbus_name() == "org.gattd.Error.NotSaved"
+    assert read(standin, LABEL) == b"before"
     assert g.alive()
     os.unlink(filler)
     assert att_write(standin, LABEL, b"after") == 0
