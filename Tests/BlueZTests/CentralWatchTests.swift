@@ -14,6 +14,8 @@ struct CentralWatchTests {
         let bluez: FakeBlueZ
         let watch: CentralWatch
         var events: [CentralWatch.Event] = []
+        /// `onFoundConnected`: "device address".
+        var found: [String] = []
 
         init(before: (FakeBlueZ) throws -> Void = { _ in }) throws {
             f = try BlueZFixture()
@@ -21,6 +23,7 @@ struct CentralWatchTests {
             try before(bluez)
             watch = CentralWatch(connection: f.connection, logger: quietLogger)
             watch.onEvent = { [unowned self] in self.events.append($0) }
+            watch.onFoundConnected = { [unowned self] in self.found.append("\($0) \($1)") }
             watch.adapterAvailable(path: hci0)
             // The watch's GetManagedObjects went after its AddMatch calls: once bluetoothd
             // has seen gattd's next message, both are in place.
@@ -65,6 +68,9 @@ struct CentralWatchTests {
         }
         #expect(w.events.isEmpty)
         #expect(w.watch.connectedDevices == ["/org/bluez/hci0/dev_AA_BB_CC_DD_EE_03"])
+        #expect(
+            w.found == ["/org/bluez/hci0/dev_AA_BB_CC_DD_EE_03 AA:BB:CC:DD:EE:03"],
+            "the connected one is handed to bondedOnly, the other is not")
         #expect(w.watch.bonds.map(\.address) == ["AA:BB:CC:DD:EE:03"])
         #expect(w.watch.isBonded("/org/bluez/hci0/dev_AA_BB_CC_DD_EE_03"))
         #expect(w.watch.device(address: "aa:bb:cc:dd:ee:04") == "/org/bluez/hci0/dev_AA_BB_CC_DD_EE_04")

@@ -181,6 +181,20 @@ struct PairingAgentTests {
         #expect(agent.trustedSender == bluez.uniqueName)
     }
 
+    @Test("onRegistered runs once the agent is the default, so the window can go on the adapter again")
+    func registeredIsReported() throws {
+        let f = try BlueZFixture()
+        let bluez = try f.startBlueZ()
+        try bluez.addAgentManager()
+        let agent = PairingAgent(mode: .justWorks, connection: f.connection, logger: quietLogger)
+        try agent.start()
+        var membersAtRegistered: [String]?
+        agent.onRegistered = { membersAtRegistered = bluez.calls.map(\.member) }
+        agent.bluezAvailable(owner: bluez.uniqueName)
+        #expect(f.run { membersAtRegistered != nil })
+        #expect(membersAtRegistered == ["RegisterAgent", "RequestDefaultAgent"])
+    }
+
     @Test("just works: RequestAuthorization accepted only while pairing is allowed, and only from bluetoothd")
     func justWorksAuthorization() throws {
         let f = try BlueZFixture()
