@@ -62,7 +62,7 @@ let package = Package(
         .target(
             name: "Control",
             dependencies: [
-                "DBusKit", "BLEModel", "DaemonCore", "BlueZ", "Mainloop",
+                "DBusKit", "BLEModel", "DaemonCore", "BlueZ", "Mainloop", "SystemCalls",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
