@@ -104,8 +104,9 @@ public struct DoctorReport: Sendable {
     var mainConfLines: [String] {
         let conf = facts.mainConf
         guard let settings = conf.settings else {
-            return ["main.conf (\(conf.path)): not read: \(conf.unreadableReason ?? "unknown reason"); "
-                + "its settings are unknown (run as root to read it)"]
+            let reason = conf.unreadableReason ?? "unknown reason"
+            let hint = reason.contains("Permission denied") ? " (run --doctor as root to read it)" : ""
+            return ["main.conf (\(conf.path)): not read: \(reason); its settings are unknown\(hint)"]
         }
         var lines = ["main.conf (\(conf.path)):"]
         for setting in settings {

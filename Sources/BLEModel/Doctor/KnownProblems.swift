@@ -90,7 +90,8 @@ public enum KnownProblems {
             summary: "the kernel refuses every advertisement bluetoothd submits: bluetoothd up to 5.86 sends "
                 + "MGMT Add Extended Advertising Data with extra bytes, which these kernels reject (Invalid Parameters)",
             remedy: "upgrade bluetoothd to 5.87 or later (or a build with BlueZ commit 2a6968b40), or boot a kernel "
-                + "that relaxes the check again (Raspberry Pi: 6.18.37 or later; 6.12.87 was not affected); "
+                + "with the check relaxed again (Linux \"Bluetooth: MGMT: Fix backward compatibility with "
+                + "userspace\"; on Raspberry Pi 6.18.37 works) or one from before it (6.12.87 worked); "
                 + "nothing in gattd's configuration avoids it",
             references: ["bluez/bluez#2268", "bluez/bluez#2269", "raspberrypi/linux#7473", "BlueZ commit 2a6968b40"],
             bluetoothd: BlueZVersion(5, 56)...BlueZVersion(5, 86), kernels: ["6.12.93", "6.18.34"],

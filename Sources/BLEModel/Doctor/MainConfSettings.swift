@@ -25,7 +25,7 @@ public enum MainConfSettings {
     public static func read(_ text: String) -> [DoctorFacts.Setting] {
         var section = ""
         var values: [String: String] = [:]
-        for rawLine in text.split(whereSeparator: { $0 == "\n" || $0 == "\r" }) {
+        for rawLine in text.split(whereSeparator: \.isNewline) {
             let line = rawLine.trimmingSpaces()
             if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
             if line.hasPrefix("[") {

@@ -13,7 +13,7 @@ public struct BlueZVersion: Comparable, Hashable, Sendable, CustomStringConverti
     /// `5.82` (surrounding white space allowed); nil for anything else, e.g. an
     /// interpreter's `Python 3.11.2`.
     public init?(parsing text: String) {
-        let trimmed = text.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" || $0 == "\r" })
+        let trimmed = text.split(whereSeparator: { $0.isWhitespace })
         guard trimmed.count == 1 else { return nil }
         let parts = trimmed[0].split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 2, let major = Int(parts[0]), let minor = Int(parts[1]), major >= 0, minor >= 0,
