@@ -17,11 +17,12 @@ public struct DoctorProbe {
     /// Set to stand in for `uname -r` (the tests' known-bad kernels); the daemon reads it too.
     public static let kernelReleaseVariable = "GATTD_KERNEL_RELEASE"
 
-    let mainConfPath: String
+    /// `--main-conf`; nil: bluetoothd's own `-f`/`--configfile`, else `defaultMainConf`.
+    let mainConfPath: String?
     let environment: [String: String]
     let timeout: Duration = .seconds(5)
 
-    public init(mainConfPath: String, environment: [String: String]) {
+    public init(mainConfPath: String?, environment: [String: String]) {
         self.mainConfPath = mainConfPath
         self.environment = environment
     }
@@ -29,7 +30,6 @@ public struct DoctorProbe {
     /// Everything, read now. Never throws: what cannot be read is said in the facts.
     public func run() -> DoctorFacts {
         let kernel = Self.kernelRelease(environment: environment)
-        let mainConf = readMainConf()
         let loop: EventLoop
         let connection: BusConnection
         do {
@@ -39,7 +39,7 @@ public struct DoctorProbe {
             return DoctorFacts(
                 gattdVersion: gattdVersion, busError: "\(error)",
                 bluetoothd: .init(running: false, versionNote: "not asked"), kernel: kernel, adapters: [],
-                mainConf: mainConf, gattd: .init(running: false, note: "not asked"))
+                mainConf: readMainConf(commandLine: nil), gattd: .init(running: false, note: "not asked"))
         }
         let session = Session(loop: loop, connection: connection, timeout: timeout)
         var bluetoothd = DoctorFacts.Bluetoothd(running: false, versionNote: "bluetoothd is not running")
@@ -55,7 +55,7 @@ public struct DoctorProbe {
         let gattd = gattdState(session)
         return DoctorFacts(
             gattdVersion: gattdVersion, bluetoothd: bluetoothd, kernel: kernel, adapters: adapters,
-            adaptersNote: adaptersNote, mainConf: mainConf, gattd: gattd.state, refusals: gattd.refusals)
+            adaptersNote: adaptersNote, mainConf: readMainConf(commandLine: bluetoothd.commandLine), gattd: gattd.state, refusals: gattd.refusals)
     }
 
     /// `GATTD_KERNEL_RELEASE` when set, else `uname`'s release.
@@ -69,13 +69,36 @@ public struct DoctorProbe {
         return KernelRelease(release)
     }
 
-    func readMainConf() -> DoctorFacts.MainConf {
-        do throws(SystemCallError) {
-            let bytes = try SystemCall.readFile(mainConfPath, limit: 1 << 20)
-            return .init(path: mainConfPath, settings: MainConfSettings.read(String(decoding: bytes, as: UTF8.self)))
-        } catch {
-            return .init(path: mainConfPath, settings: nil, unreadableReason: "\(error.operation): \(error.reason)")
+    /// `--main-conf`, else the file bluetoothd was started with (`-f FILE`,
+    /// `--configfile FILE`, `--configfile=FILE`), else `/etc/bluetooth/main.conf`.
+    func readMainConf(commandLine: [String]?) -> DoctorFacts.MainConf {
+        var path = Self.defaultMainConf
+        var origin = "default"
+        if let mainConfPath {
+            (path, origin) = (mainConfPath, "--main-conf")
+        } else if let given = Self.configFile(in: commandLine ?? []) {
+            (path, origin) = (given, "bluetoothd's -f")
         }
+        var conf: DoctorFacts.MainConf
+        do throws(SystemCallError) {
+            let bytes = try SystemCall.readFile(path, limit: 1 << 20)
+            conf = .init(path: path, settings: MainConfSettings.read(String(decoding: bytes, as: UTF8.self)))
+        } catch {
+            conf = .init(path: path, settings: nil, unreadableReason: "\(error.operation): \(error.reason)")
+        }
+        conf.origin = origin
+        return conf
+    }
+
+    static func configFile(in commandLine: [String]) -> String? {
+        for (index, argument) in commandLine.enumerated().dropFirst() {
+            if argument == "-f" || argument == "--configfile" {
+                return index + 1 < commandLine.count ? commandLine[index + 1] : nil
+            }
+            if argument.hasPrefix("--configfile=") { return String(argument.dropFirst("--configfile=".count)) }
+            if argument.hasPrefix("-f"), argument.count > 2, !argument.hasPrefix("--") { return String(argument.dropFirst(2)) }
+        }
+        return nil
     }
 
     // MARK: bluetoothd's version
@@ -100,36 +123,56 @@ public struct DoctorProbe {
             return .init(running: true, versionNote: "the bus did not give org.bluez's process id (\(error.name))")
         }
         var tried: [String] = []
-        var candidates: [String] = []
+        var candidates: [[String]] = []
         var buffer = [CChar](repeating: 0, count: 4096)
         let length = readlink("/proc/\(pid)/exe", &buffer, buffer.count - 1)
         if length > 0 {
-            candidates.append(String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            candidates.append([String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)])
         } else {
             tried.append("/proc/\(pid)/exe: \(String(cString: strerror(errno)))")
         }
-        if let bytes = try? SystemCall.readFile("/proc/\(pid)/cmdline", limit: 1 << 16),
-            let first = bytes.split(separator: 0, omittingEmptySubsequences: false).first, !first.isEmpty
-        {
-            let program = String(decoding: first, as: UTF8.self)
-            if program.hasPrefix("/") && !candidates.contains(program) { candidates.append(program) }
+        var commandLine: [String]?
+        if let bytes = try? SystemCall.readFile("/proc/\(pid)/cmdline", limit: 1 << 16) {
+            commandLine = bytes.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
         }
-        for program in candidates {
-            if program.hasSuffix(" (deleted)") {
-                tried.append("\(program): replaced since bluetoothd started")
+        for candidate in Self.versionCommands(commandLine: commandLine ?? []) where !candidates.contains(candidate) {
+            candidates.append(candidate)
+        }
+        for command in candidates {
+            let shown = (command + ["--version"]).joined(separator: " ")
+            if command[0].hasSuffix(" (deleted)") {
+                tried.append("\(command[0]): replaced since bluetoothd started")
                 continue
             }
-            let answer = session.run([program, "--version"])
+            let answer = session.run(command + ["--version"])
             if let version = BlueZVersion(parsing: answer.output), answer.ok {
                 let earlier = tried.isEmpty ? "" : "; " + tried.joined(separator: "; ")
                 return .init(
-                    running: true, pid: pid, version: version,
-                    versionNote: "from \(program) --version, pid \(pid)\(earlier)")
+                    running: true, pid: pid, version: version, versionNote: "from \(shown), pid \(pid)\(earlier)",
+                    commandLine: commandLine)
             }
-            tried.append("\(program) --version: \(answer.describe)")
+            tried.append("\(shown): \(answer.describe)")
         }
         if candidates.isEmpty { tried.append("/proc/\(pid)/cmdline names no absolute program") }
-        return .init(running: true, pid: pid, versionNote: "pid \(pid): " + tried.joined(separator: "; "))
+        return .init(
+            running: true, pid: pid, versionNote: "pid \(pid): " + tried.joined(separator: "; "), commandLine: commandLine)
+    }
+
+    /// From bluetoothd's command line, the commands to ask `--version` after its
+    /// executable: the line up to the argument named `bluetoothd` (a daemon started
+    /// through a loader, `ld-linux-x86-64.so.2 --library-path ... bluetoothd`, or a wrapper
+    /// that takes the program as an argument), then the program in argv[0]. Only absolute
+    /// paths: a relative one would be looked up here, not where bluetoothd started.
+    static func versionCommands(commandLine: [String]) -> [[String]] {
+        guard let first = commandLine.first, first.hasPrefix("/") else { return [] }
+        var commands: [[String]] = []
+        if let index = commandLine.indices.dropFirst().first(where: {
+            commandLine[$0].hasPrefix("/") && commandLine[$0].split(separator: "/").last == "bluetoothd"
+        }) {
+            commands.append(Array(commandLine[...index]))
+        }
+        commands.append([first])
+        return commands
     }
 
     // MARK: Adapters

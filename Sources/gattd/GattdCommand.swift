@@ -35,7 +35,7 @@ struct GattdCommand {
     /// `--doctor`: read, match, print; 1 when a problem was found.
     static func doctor(_ options: GattdOptions) -> Int32 {
         let probe = DoctorProbe(
-            mainConfPath: options.mainConf ?? DoctorProbe.defaultMainConf, environment: LoggingBootstrap.processEnvironment())
+            mainConfPath: options.mainConf, environment: LoggingBootstrap.processEnvironment())
         let report = DoctorReport(facts: probe.run())
         print(options.json ? report.json : report.text)
         return report.foundProblem ? 1 : 0

@@ -40,7 +40,8 @@ struct GattdOptions: Equatable {
                              gattd's state (changing nothing), match known bad combinations,
                              print what was found and what to do, and exit (1 when a problem is found)
           --json             with --doctor: one JSON object instead of text
-          --main-conf FILE   with --doctor: bluetoothd's configuration (default /etc/bluetooth/main.conf)
+          --main-conf FILE   with --doctor: bluetoothd's configuration (default: the file
+                             bluetoothd was started with, -f, else /etc/bluetooth/main.conf)
           --version          print the version and exit
           -h, --help         print this help and exit
 

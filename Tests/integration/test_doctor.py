@@ -119,7 +119,7 @@ def test_a_healthy_board_finds_nothing(emulated, start_gattd, doctor, private_bu
     assert adv["supportedIncludes"] == ["tx-power", "appearance", "local-name"]
     assert adv["supportedSecondaryChannels"] == ["1M", "2M", "Coded"]
     settings = {(s["section"], s["key"]): s["value"] for s in report["mainConf"]["settings"]}
-    assert report["mainConf"]["readable"] is True
+    assert report["mainConf"]["readable"] is True and report["mainConf"]["origin"] == "--main-conf"
     assert settings[("General", "JustWorksRepairing")] == "always"
     assert settings[("General", "Experimental")] == "true"
     assert settings[("General", "Privacy")] is None      # commented out: bluetoothd's default
@@ -132,7 +132,7 @@ def test_a_healthy_board_finds_nothing(emulated, start_gattd, doctor, private_bu
 
     status, text = doctor(HEALTHY_KERNEL)
     assert status == 0
-    assert "bluetoothd: 5.82 (from " in text
+    assert "bluetoothd: 5.82 (from " in text and "  command line: " in text
     assert "ActiveInstances 2 (gattd's 2, other programs' 0)" in text
     assert "[GATT] KeySize = 16" in text
     assert "[General] Privacy not set (default off)" in text

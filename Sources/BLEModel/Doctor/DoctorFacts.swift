@@ -12,12 +12,18 @@ public struct DoctorFacts: Sendable {
         public var version: BlueZVersion?
         /// `from /usr/libexec/bluetooth/bluetoothd --version (pid 412)`, or why not.
         public var versionNote: String
+        /// Its `/proc/PID/cmdline`, when readable.
+        public var commandLine: [String]?
 
-        public init(running: Bool, pid: Int32? = nil, version: BlueZVersion? = nil, versionNote: String) {
+        public init(
+            running: Bool, pid: Int32? = nil, version: BlueZVersion? = nil, versionNote: String,
+            commandLine: [String]? = nil
+        ) {
             self.running = running
             self.pid = pid
             self.version = version
             self.versionNote = versionNote
+            self.commandLine = commandLine
         }
     }
 
@@ -71,6 +77,8 @@ public struct DoctorFacts: Sendable {
 
     public struct MainConf: Sendable {
         public var path: String
+        /// Where the path came from: `--main-conf`, bluetoothd's `-f`, or the default.
+        public var origin = "default"
         /// nil when the file could not be read; `unreadableReason` says why.
         public var settings: [Setting]?
         public var unreadableReason: String?

@@ -42,6 +42,7 @@ extension DoctorReport {
                 .object([
                     ("running", .bool(bluetoothd.running)), ("pid", .optional(bluetoothd.pid.map(Int.init))),
                     ("version", .optional(bluetoothd.version?.description)), ("versionSource", .string(bluetoothd.versionNote)),
+                    ("commandLine", .optional(bluetoothd.commandLine)),
                 ])
             ),
             ("kernel", .optional(facts.kernel?.text)),
@@ -49,7 +50,8 @@ extension DoctorReport {
             (
                 "mainConf",
                 .object([
-                    ("path", .string(facts.mainConf.path)), ("readable", .bool(facts.mainConf.settings != nil)),
+                    ("path", .string(facts.mainConf.path)), ("origin", .string(facts.mainConf.origin)),
+                    ("readable", .bool(facts.mainConf.settings != nil)),
                     ("error", .optional(facts.mainConf.unreadableReason)),
                     (
                         "settings",

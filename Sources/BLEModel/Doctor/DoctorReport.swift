@@ -62,7 +62,9 @@ public struct DoctorReport: Sendable {
         } else {
             version += "version unknown (\(bluetoothd.versionNote))"
         }
-        return [version, "kernel: \(facts.kernel?.text ?? "unknown")"]
+        var lines = [version]
+        if let commandLine = bluetoothd.commandLine { lines.append("  command line: \(commandLine.joined(separator: " "))") }
+        return lines + ["kernel: \(facts.kernel?.text ?? "unknown")"]
     }
 
     var adapterLines: [String] {
@@ -106,9 +108,9 @@ public struct DoctorReport: Sendable {
         guard let settings = conf.settings else {
             let reason = conf.unreadableReason ?? "unknown reason"
             let hint = reason.contains("Permission denied") ? " (run --doctor as root to read it)" : ""
-            return ["main.conf (\(conf.path)): not read: \(reason); its settings are unknown\(hint)"]
+            return ["main.conf (\(conf.path), \(conf.origin)): not read: \(reason); its settings are unknown\(hint)"]
         }
-        var lines = ["main.conf (\(conf.path)):"]
+        var lines = ["main.conf (\(conf.path), \(conf.origin)):"]
         for setting in settings {
             let value = setting.value.map { "= \($0)" } ?? "not set (default \(setting.defaultValue))"
             lines.append("  [\(setting.section)] \(setting.key) \(value)")
