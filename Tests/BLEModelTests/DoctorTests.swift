@@ -160,6 +160,13 @@ struct DoctorTests {
         var off = Self.facts()
         off.adapters[0].powered = false
         #expect(KnownProblems.diagnose(off).map(\.id) == ["adapter-off"])
+        #expect(KnownProblems.diagnose(off).first?.severity == .problem)
+        var otherOff = Self.facts()
+        otherOff.adapters.append(DoctorFacts.Adapter(name: "hci1"))
+        otherOff.adapters[1].powered = false
+        otherOff.adapters[1].advertising = DoctorFacts.AdvertisingManager()
+        #expect(KnownProblems.diagnose(otherOff).map(\.id) == ["adapter-off"])
+        #expect(KnownProblems.diagnose(otherOff).first?.severity == .note)
         let others = KnownProblems.diagnose(Self.facts(active: 3, gattdAdvertising: ["main"]))
         #expect(others.map(\.id) == ["advertisements-held-by-others"])
         #expect(others.first?.summary == "another program holds 2 advertising instances on hci0")

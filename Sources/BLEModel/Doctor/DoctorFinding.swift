@@ -95,13 +95,19 @@ extension KnownProblems {
                     "no-adapter", "bluetoothd offers no adapter", facts.adaptersNote ?? "no object has org.bluez.Adapter1",
                     "check that the controller is attached and not blocked (rfkill list; dmesg | grep -i bluetooth)"))
         }
+        // An adapter that is off matters when gattd uses it, or when gattd uses none and
+        // none is on; another adapter being off is only noted.
+        let anyPowered = facts.adapters.contains { $0.powered == true }
         for adapter in facts.adapters {
             if adapter.powered == false {
-                findings.append(
-                    problem(
-                        "adapter-off", "adapter \(adapter.name) is powered off: it cannot advertise or accept connections",
-                        "\(adapter.name) Powered = false",
-                        "bluetoothctl power on (and AutoEnable = true in main.conf's [Policy]); check rfkill list"))
+                var finding = problem(
+                    "adapter-off", "adapter \(adapter.name) is powered off: it cannot advertise or accept connections",
+                    "\(adapter.name) Powered = false",
+                    "bluetoothctl power on (and AutoEnable = true in main.conf's [Policy]); check rfkill list")
+                if facts.gattd.adapter != adapter.name && (facts.gattd.adapter != nil || anyPowered) {
+                    finding.severity = .note
+                }
+                findings.append(finding)
             }
             if adapter.advertising == nil {
                 findings.append(
