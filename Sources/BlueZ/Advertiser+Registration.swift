@@ -110,7 +110,7 @@ extension Advertiser {
         let refusal = Refusal(subject: .advertisement, errorName: error.name, message: error.message)
         if let cause = KnownProblems.cause(of: refusal, kernel: kernel, bluetoothd: nil) {
             reason += "; " + KnownProblems.explanation(cause)
-            metadata["known.problem"] = "\(cause.id)"
+            metadata["known.problem"] = "\(cause.problem.id)"
         }
         slot.state = .refused(reason)
         logger.error("advertisement not registered: \(reason)", metadata: metadata)

@@ -242,7 +242,7 @@ public final class BlueZRegistrar {
                 let refusal = Refusal(subject: .application, errorName: error.name, message: error.message)
                 if let cause = KnownProblems.cause(of: refusal, kernel: self.kernel, bluetoothd: nil) {
                     reason += "; " + KnownProblems.explanation(cause)
-                    metadata["known.problem"] = "\(cause.id)"
+                    metadata["known.problem"] = "\(cause.problem.id)"
                 }
                 self.logger.error("bluetoothd refused the GATT application: \(reason)", metadata: metadata)
                 self.state = .failed(adapter: name, reason: reason)

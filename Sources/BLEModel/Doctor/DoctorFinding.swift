@@ -33,7 +33,7 @@ extension KnownProblems {
             ]
         }
         var findings = table.compactMap { match($0, facts) }
-        findings += plainFindings(facts, matched: findings)
+        findings += plainFindings(facts, matched: findings, table: table)
         return findings
     }
 
@@ -75,7 +75,7 @@ extension KnownProblems {
             evidence: evidence.joined(separator: "; "), remedy: row.remedy, references: row.references)
     }
 
-    static func plainFindings(_ facts: DoctorFacts, matched: [DoctorFinding]) -> [DoctorFinding] {
+    static func plainFindings(_ facts: DoctorFacts, matched: [DoctorFinding], table: [KnownProblem]) -> [DoctorFinding] {
         func problem(_ id: String, _ summary: String, _ evidence: String, _ remedy: String) -> DoctorFinding {
             DoctorFinding(
                 id: id, severity: .problem, certainty: .certain, summary: summary, evidence: evidence, remedy: remedy,
@@ -130,7 +130,7 @@ extension KnownProblems {
         }
         let explained = Set(matched.map(\.id))
         for refusal in facts.refusals
-        where !KnownProblems.table.contains(where: { explained.contains($0.id) && $0.refusal?.matches(refusal) == true }) {
+        where !table.contains(where: { explained.contains($0.id) && $0.refusal?.matches(refusal) == true }) {
             findings.append(
                 problem(
                     "gattd-refused", "bluetoothd refused gattd's \(refusal.subject.rawValue)", refusal.message,

@@ -141,26 +141,44 @@ public enum KnownProblems {
             }),
     ]
 
-    /// The known problem behind `refusal`, if one matches: the refusal is the row's, the
-    /// kernel (when the row names kernels) is one of them, and bluetoothd's version, when
-    /// known, is in the row's range. The daemon calls this with no version (it does not run
-    /// bluetoothd to ask); `--doctor` passes what it found.
-    public static func cause(
-        of refusal: Refusal, kernel: KernelRelease?, bluetoothd: BlueZVersion?, table: [KnownProblem] = table
-    ) -> KnownProblem? {
-        table.first { row in
-            guard let pattern = row.refusal, pattern.matches(refusal) else { return false }
-            if let bluetoothd, !row.bluetoothd.contains(bluetoothd) { return false }
-            if row.kernels != nil {
-                guard let kernel, row.kernelMatches(kernel) else { return false }
-            }
-            return true
-        }
+    /// A row that matches a refusal, and whether what tells it apart was checked.
+    public struct Match: Sendable {
+        public var problem: KnownProblem
+        /// True when the kernel (for a row that names kernels) or bluetoothd's version
+        /// confirmed it; false when only bluetoothd's answer matched, which it gives for
+        /// other causes too (the daemon, which does not know bluetoothd's version).
+        public var certain: Bool
     }
 
-    /// The words the daemon appends to a refusal that matches a row.
-    public static func explanation(_ problem: KnownProblem) -> String {
-        "known problem \(problem.id): \(problem.summary); what to do: \(problem.remedy) "
-            + "(\(problem.references.joined(separator: ", ")))"
+    /// The known problem behind `refusal`, if one matches: the refusal is the row's, the
+    /// kernel (when the row names kernels) is one of them, and bluetoothd's version, when
+    /// known, is in the row's range. The daemon calls this with no version (under its
+    /// systemd unit it cannot see bluetoothd's process); `--doctor` passes what it found.
+    public static func cause(
+        of refusal: Refusal, kernel: KernelRelease?, bluetoothd: BlueZVersion?, table: [KnownProblem] = table
+    ) -> Match? {
+        for row in table {
+            guard let pattern = row.refusal, pattern.matches(refusal) else { continue }
+            if let bluetoothd, !row.bluetoothd.contains(bluetoothd) { continue }
+            if row.kernels != nil {
+                guard let kernel, row.kernelMatches(kernel) else { continue }
+            }
+            return Match(problem: row, certain: bluetoothd != nil || row.kernels != nil)
+        }
+        return nil
+    }
+
+    /// The words the daemon appends to a refusal that matches a row: `known problem ID:
+    /// ...`, or `possibly known problem ID (only with bluetoothd A-B; gattd --doctor
+    /// checks): ...` when the version that tells it apart is unknown.
+    public static func explanation(_ match: Match) -> String {
+        let problem = match.problem
+        let range = problem.bluetoothd
+        let versions = range.lowerBound == range.upperBound ? "\(range.lowerBound)" : "\(range.lowerBound)-\(range.upperBound)"
+        let name =
+            match.certain
+            ? "known problem \(problem.id)"
+            : "possibly known problem \(problem.id) (only with bluetoothd \(versions); gattd --doctor checks)"
+        return "\(name): \(problem.summary); what to do: \(problem.remedy) (\(problem.references.joined(separator: ", ")))"
     }
 }
