@@ -7,7 +7,7 @@
 //   gattd   -> BlueZ -> DBusKit -> CDBus, Mainloop; BlueZ -> SystemCalls (sockets)
 //   gattd   -> DaemonCore -> BLEModel, Mainloop
 //   gattd   -> SystemdKit -> CSystemd; gattd -> SystemCalls (scheduler slice) -> CLinux
-//   gattd   -> Control -> BlueZ, DaemonCore, DBusKit (org.gattd.Manager1)
+//   gattd   -> Control -> BlueZ, DaemonCore, DBusKit (org.gattd.Manager1; --doctor's probe)
 //   gattctl -> Control (names only), DBusKit, BLEModel
 // BLEModel and DaemonCore never see D-Bus; only DBusKit sees libdbus.
 
@@ -62,7 +62,7 @@ let package = Package(
         .target(
             name: "Control",
             dependencies: [
-                "DBusKit", "BLEModel", "DaemonCore", "BlueZ", "Mainloop",
+                "DBusKit", "BLEModel", "DaemonCore", "BlueZ", "Mainloop", "SystemCalls",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

@@ -95,7 +95,7 @@ extension Advertiser {
     }
 
     private func refused(_ slot: Slot, _ error: DBusError) {
-        let reason: String
+        var reason: String
         if error.name == BlueZError.notPermitted {
             reason = "the controller has no free advertising instance (bluetoothd: \"\(error.message)\"); another "
                 + "program or an earlier gattd may hold them, or the configuration enables more than the adapter "
@@ -106,8 +106,14 @@ extension Advertiser {
         } else {
             reason = "\(error.name): \(error.message)"
         }
+        var metadata = metadata(slot)
+        let refusal = Refusal(subject: .advertisement, errorName: error.name, message: error.message)
+        if let cause = KnownProblems.cause(of: refusal, kernel: kernel, bluetoothd: nil) {
+            reason += "; " + KnownProblems.explanation(cause)
+            metadata["known.problem"] = "\(cause.problem.id)"
+        }
         slot.state = .refused(reason)
-        logger.error("advertisement not registered: \(reason)", metadata: metadata(slot))
+        logger.error("advertisement not registered: \(reason)", metadata: metadata)
         if error.name == DBusError.Name.noReply { after(Self.releaseBackoff) { self.register(slot) } }
         onSettled?()
     }

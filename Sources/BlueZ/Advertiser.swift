@@ -72,6 +72,8 @@ public final class Advertiser {
     /// From the manager's properties: false when `SupportedCapabilities` is absent, i.e.
     /// bluetoothd 5.66 without experimental features.
     var experimentalFeatures = false
+    /// The kernel release, for naming a known cause of a refusal (`KnownProblems.cause`).
+    public var kernel: KernelRelease?
 
     public init(
         configuration: Configuration, connection: BusConnection, loop: EventLoop, logger: Logger,

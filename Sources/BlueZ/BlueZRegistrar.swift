@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 
+public import BLEModel
 public import DBusKit
 public import DaemonCore
 public import Logging
@@ -52,6 +53,8 @@ public final class BlueZRegistrar {
     /// Tree swaps asked for while a `RegisterApplication` was in flight; they run once its
     /// reply is in (see `replaceApplication`).
     private var queuedRebuilds: [() -> Void] = []
+    /// The kernel release, for naming a known cause of a refusal (`KnownProblems.cause`).
+    public var kernel: KernelRelease?
 
     public init(
         connection: BusConnection, application: GattApplication, preferredAdapter: String?,
@@ -234,10 +237,15 @@ public final class BlueZRegistrar {
             case .failure(let error) where error.name == BlueZError.alreadyExists:
                 self.registered(adapter: name)
             case .failure(let error):
-                self.logger.error(
-                    "bluetoothd refused the GATT application",
-                    metadata: ["adapter": "\(name)", "error": "\(error.name): \(error.message)"])
-                self.state = .failed(adapter: name, reason: error.message)
+                var reason = error.message
+                var metadata: Logger.Metadata = ["adapter": "\(name)", "error": "\(error.name): \(error.message)"]
+                let refusal = Refusal(subject: .application, errorName: error.name, message: error.message)
+                if let cause = KnownProblems.cause(of: refusal, kernel: self.kernel, bluetoothd: nil) {
+                    reason += "; " + KnownProblems.explanation(cause)
+                    metadata["known.problem"] = "\(cause.problem.id)"
+                }
+                self.logger.error("bluetoothd refused the GATT application: \(reason)", metadata: metadata)
+                self.state = .failed(adapter: name, reason: reason)
                 if error.name == DBusError.Name.noReply {
                     self.scheduleRetry { self.register() }
                 }

@@ -85,6 +85,9 @@ final class Daemon {
         registrar = BlueZRegistrar(
             connection: connection, application: application, preferredAdapter: adapter, loop: loop, logger: logger)
         advertiser = try Advertiser(configuration: configuration, connection: connection, loop: loop, logger: logger)
+        let kernel = DoctorProbe.kernelRelease(environment: LoggingBootstrap.processEnvironment())
+        registrar.kernel = kernel
+        advertiser.kernel = kernel
         centrals = CentralWatch(connection: connection, logger: logger)
         control = ControlManager(
             configuration: configuration, service: service, advertiser: advertiser, connection: connection,

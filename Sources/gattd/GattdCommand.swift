@@ -4,6 +4,7 @@ import BLEModel
 import Control
 import DaemonCore
 import Glibc
+import SystemdKit
 
 /// `gattd`: serve a JSON-defined GATT application to BlueZ.
 struct GattdCommand {
@@ -27,7 +28,17 @@ struct GattdCommand {
             print("gattd \(gattdVersion)")
             exit(0)
         }
+        if options.doctor { exit(doctor(options)) }
         exit(GattdCommand(options: options).run())
+    }
+
+    /// `--doctor`: read, match, print; 1 when a problem was found.
+    static func doctor(_ options: GattdOptions) -> Int32 {
+        let probe = DoctorProbe(
+            mainConfPath: options.mainConf, environment: LoggingBootstrap.processEnvironment())
+        let report = DoctorReport(facts: probe.run())
+        print(options.json ? report.json : report.text)
+        return report.foundProblem ? 1 : 0
     }
 
     func run() -> Int32 {

@@ -9,6 +9,9 @@ struct GattdOptions: Equatable {
     var stateDir: String?
     var logLevel = "info"
     var check = false
+    var doctor = false
+    var json = false
+    var mainConf: String?
     var help = false
     var version = false
 
@@ -19,6 +22,7 @@ struct GattdOptions: Equatable {
     static let usage = """
         usage: gattd [--config FILE] [--adapter hciN] [--state-dir DIR] [--log-level LEVEL]
                gattd --check [--config FILE]
+               gattd --doctor [--json] [--main-conf FILE]
 
         Bluetooth LE peripheral daemon: serves a JSON-defined GATT application and its
         advertisements through BlueZ (bluetoothd) on the D-Bus system bus.
@@ -32,11 +36,18 @@ struct GattdOptions: Equatable {
           --log-level LEVEL  trace, debug, info, notice, warning, error or critical (default info)
           --check            validate the configuration, print a summary and the advertising
                              byte budget, and exit
+          --doctor           read bluetoothd's version, the kernel, the adapters, main.conf and
+                             gattd's state (changing nothing), match known bad combinations,
+                             print what was found and what to do, and exit (1 when a problem is found)
+          --json             with --doctor: one JSON object instead of text
+          --main-conf FILE   with --doctor: bluetoothd's configuration (default: the file
+                             bluetoothd was started with, -f, else /etc/bluetooth/main.conf)
           --version          print the version and exit
           -h, --help         print this help and exit
 
         exit status: 0 after a clean stop, 1 when the system bus cannot be reached,
-        64 for bad command-line usage, 78 (EX_CONFIG) when the configuration is invalid.
+        64 for bad command-line usage, 78 (EX_CONFIG) when the configuration is invalid;
+        --doctor: 0 when no problem was found, 1 when one was.
         """
 
     /// Parses `arguments` (without the program name). `--name value` and `--name=value`
@@ -68,6 +79,9 @@ struct GattdOptions: Equatable {
             case "--state-dir": options.stateDir = try value()
             case "--log-level": options.logLevel = try value()
             case "--check": try noValue(); options.check = true
+            case "--doctor": try noValue(); options.doctor = true
+            case "--json": try noValue(); options.json = true
+            case "--main-conf": options.mainConf = try value()
             case "--version": try noValue(); options.version = true
             case "-h", "--help": try noValue(); options.help = true
             default:
@@ -75,6 +89,10 @@ struct GattdOptions: Equatable {
             }
             index += 1
         }
+        if (options.json || options.mainConf != nil) && !options.doctor {
+            throw UsageError(message: "--json and --main-conf go with --doctor")
+        }
+        if options.doctor && options.check { throw UsageError(message: "--doctor and --check exclude each other") }
         return options
     }
 }

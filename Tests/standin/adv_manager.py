@@ -13,6 +13,7 @@ import dbus
 from gi.repository import GLib
 
 import adv_rules
+import emulation
 from bluez_objects import bluez_error
 from gatt_manager import now_us, APP_CALL_TIMEOUT_S
 
@@ -122,6 +123,12 @@ class AdvertManager:
         if problem is not None:
             self.daemon.log("RegisterAdvertisement %s %s refused: %s" % (sender, path, problem))
             error(bluez_error("Failed", PARSE_FAILED))
+            return
+        if self.daemon.emulation.refuse_adverts:
+            # The kernel answers MGMT Add Extended Advertising Data with Invalid Parameters.
+            self.daemon.log("RegisterAdvertisement %s %s refused: Failed to add advertisement: "
+                            "Invalid Parameters (0x0d)" % (sender, path))
+            error(bluez_error("Failed", emulation.ADV_MGMT_FAILED))
             return
         advert = Advert(sender, path, adapter.name, instance)
         advert.props = dict(props)

@@ -201,6 +201,7 @@ class AdapterObject(PropertiesObject):
                 "ActiveInstances": dbus.Byte(0), "SupportedInstances": dbus.Byte(max_adverts),
                 "SupportedIncludes": dbus.Array(["tx-power", "appearance", "local-name"], signature="s"),
                 "SupportedSecondaryChannels": dbus.Array(["1M", "2M", "Coded"], signature="s"),
+                **daemon.emulation.advertising_properties(),
             },
         }
         self.writable = {

@@ -3,6 +3,7 @@
 """A stand-in for bluetoothd 5.66 on a private bus, for gattd's integration tests.
 
 Usage: fake_bluetoothd.py --address <bus address> [--adapters hci0,hci1] [--max-adverts 5]
+       [--emulate 5.66|healthy-5.82|ext-adv-data-length|gatt-handle-required]
 
 Owns org.bluez (and org.gattd.test.Standin for the test-control interface) on
 that bus, exports the adapters with GattManager1 and LEAdvertisingManager1, and
@@ -31,6 +32,7 @@ from acquired import Acquired            # noqa: E402
 from adv_manager import AdvertManager    # noqa: E402
 from central import Central               # noqa: E402
 from control import ControlObject         # noqa: E402
+from emulation import Emulation           # noqa: E402
 from gatt_manager import GattManager      # noqa: E402
 
 BLUEZ_NAME = "org.bluez"
@@ -40,8 +42,9 @@ CONTROL_NAME = "org.gattd.test.Standin"
 class Daemon:
     """Owns the connection, the exported objects and the registries."""
 
-    def __init__(self, bus, adapter_names, max_adverts, verbose):
+    def __init__(self, bus, adapter_names, max_adverts, verbose, emulation=None):
         self.bus = bus
+        self.emulation = emulation or Emulation("5.66")
         self.max_adverts = max_adverts
         self.verbose = verbose
         self.log_lines = []
@@ -138,11 +141,13 @@ def main(argv=None):
     parser.add_argument("--adapters", default="hci0", help="comma-separated adapter names")
     parser.add_argument("--max-adverts", type=int, default=5)
     parser.add_argument("--verbose", action="store_true", help="log every event to stderr")
+    parser.add_argument("--emulate", default="5.66", help="which bluetoothd to play (emulation.py)")
     args = parser.parse_args(argv)
+    emulation = Emulation(args.emulate)
 
     dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
     bus = dbus.bus.BusConnection(args.address)
-    daemon = Daemon(bus, [a for a in args.adapters.split(",") if a], args.max_adverts, args.verbose)
+    daemon = Daemon(bus, [a for a in args.adapters.split(",") if a], args.max_adverts, args.verbose, emulation)
     for name in (BLUEZ_NAME, CONTROL_NAME):
         result = bus.request_name(name, dbus.bus.NAME_FLAG_DO_NOT_QUEUE)
         if result != dbus.bus.REQUEST_NAME_REPLY_PRIMARY_OWNER:

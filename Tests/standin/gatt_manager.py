@@ -12,6 +12,7 @@ import time
 import dbus
 from gi.repository import GLib
 
+import emulation
 import gatt_app
 from bluez_objects import bluez_error
 
@@ -100,6 +101,12 @@ class GattManager:
         if key not in self.pending:
             return                    # owner left or adapter removed meanwhile
         self.pending.discard(key)
+        missing = self.daemon.emulation.refuse_without_handle and emulation.characteristic_without_handle(objects)
+        if missing:
+            self.daemon.log("RegisterApplication %s %s refused: %s (%s has no Handle)"
+                            % (sender, path, emulation.DB_ENTRY_FAILED, missing))
+            error(bluez_error("Failed", emulation.DB_ENTRY_FAILED))
+            return
         allocator = self.allocators.setdefault(adapter.name, gatt_app.HandleAllocator())
         try:
             app = gatt_app.build_app(sender, path, adapter.name, objects, allocator)

@@ -141,20 +141,39 @@ class PrivateBus:
 class Standin:
     """The fake bluetoothd as a child process, with a blocking control proxy."""
 
-    def __init__(self, bus, adapters="hci0", max_adverts=5, log_path=None):
+    def __init__(self, bus, adapters="hci0", max_adverts=5, log_path=None, emulate=None):
         self.bus = bus
         self.adapters = adapters
         self.max_adverts = max_adverts
         self.log_path = log_path
+        self.emulate = emulate
+        self.version_dir = None
         self.proc = None
         self.start()
 
+    def version_program(self):
+        """An executable named bluetoothd that answers --version as the emulated release does;
+        the stand-in runs with it as argv[0], where gattd --doctor looks (/proc/PID/cmdline)."""
+        import tempfile
+        from emulation import PROFILES
+        if self.version_dir is None:
+            self.version_dir = tempfile.mkdtemp(prefix="standin-version-")
+        program = os.path.join(self.version_dir, "bluetoothd")
+        with open(program, "w") as f:
+            f.write("#!/bin/sh\n[ \"$1\" = --version ] || exit 2\necho %s\n" % PROFILES[self.emulate]["version"])
+        os.chmod(program, 0o755)
+        return program
+
     def start(self):
         self.stderr = open(self.log_path, "a") if self.log_path else subprocess.DEVNULL
+        argv = [PYTHON, STANDIN, "--address", self.bus.address, "--adapters", self.adapters,
+                "--max-adverts", str(self.max_adverts), "--verbose"]
+        executable = None
+        if self.emulate is not None:
+            argv += ["--emulate", self.emulate]
+            argv[0], executable = self.version_program(), PYTHON
         self.proc = subprocess.Popen(
-            [PYTHON, STANDIN, "--address", self.bus.address, "--adapters", self.adapters,
-             "--max-adverts", str(self.max_adverts), "--verbose"],
-            stdout=subprocess.PIPE, stderr=self.stderr, start_new_session=True)
+            argv, executable=executable, stdout=subprocess.PIPE, stderr=self.stderr, start_new_session=True)
         line = LineReader(self.proc.stdout).wait_for(lambda l: l.startswith("READY"), 15)
         if line is None:
             self.stop(signal.SIGKILL)
@@ -174,6 +193,10 @@ class Standin:
             self.proc.wait(10)
         if self.stderr not in (None, subprocess.DEVNULL):
             self.stderr.close()
+        if self.version_dir is not None:
+            import shutil
+            shutil.rmtree(self.version_dir, ignore_errors=True)
+            self.version_dir = None
 
     def restart(self, sig=signal.SIGKILL):
         """bluetoothd restart: org.bluez vanishes, then comes back with a new owner."""

@@ -9,6 +9,9 @@
 #   3. bluetoothd killed and started again: gattd registers again, the central finds the
 #      advertisement and the services and reads the value again;
 #   4. hci0 powered off and on (Adapter1.Powered): advertising resumes.
+#   Between 1's registration and its central: `gattd --doctor` (text and --json) reports
+#   this bluetoothd's version, hci0 with gattd's advertisement, the main.conf bluetoothd was given,
+#   gattd registered, and finds no problem (exit 0).
 # Environment (run-guest --env): GATTD_BIN, GATTCTL_BIN (default: next to GATTD_BIN),
 #   GATTD_CONFIG (default configs/full.json), GATTD_VM_BREAK (a deliberate failure:
 #   expect-manufacturer-data = the central expects other manufacturer data than gattd
@@ -74,6 +77,38 @@ start_gattd
 gattd_serving 1 "(start)"
 grep -q 'serving GATT without the control API' "$OUT/gattd.log" \
     && { echo "FAIL: gattd serves without its control API (bus policy)"; exit 1; }
+"$GATTD_BIN" --doctor >"$OUT/doctor.txt" 2>&1; rc=$?
+sed 's/^/    doctor: /' "$OUT/doctor.txt"
+[ $rc = 0 ] || { echo "FAIL: gattd --doctor exited $rc (a problem found on a healthy guest)"; exit 1; }
+"$GATTD_BIN" --doctor --json >"$OUT/doctor.json" 2>"$OUT/doctor.err"; rc=$?
+[ $rc = 0 ] || { echo "FAIL: gattd --doctor --json exited $rc: $(cat "$OUT/doctor.err")"; exit 1; }
+/usr/bin/python3 - "$OUT/doctor.json" "${GATTD_VM_BLUEZ:-}" "$HCI0_ADDR" <<'PY' || exit 1
+import json, sys
+report, bluez, address = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+def check(ok, what):
+    if not ok:
+        print("FAIL: gattd --doctor --json: %s" % what)
+        sys.exit(1)
+check(report["problem"] is False, "a problem: %s" % report["findings"])
+check(all(f["severity"] == "note" for f in report["findings"]), report["findings"])
+check(report["bluetoothd"]["version"] == (bluez or report["bluetoothd"]["version"]) and report["bluetoothd"]["version"],
+      "bluetoothd version %r, expected %r (%s)" % (report["bluetoothd"]["version"], bluez,
+                                                  report["bluetoothd"]["versionSource"]))
+adapters = {a["name"]: a for a in report["adapters"]}
+hci0 = adapters.get("hci0")
+check(hci0 is not None and hci0["address"] == address and hci0["powered"] is True, "hci0: %s" % hci0)
+check(hci0["advertising"] is not None and hci0["advertising"]["gattdInstances"] == 1
+      and hci0["advertising"]["activeInstances"] >= 1, "hci0 advertising: %s" % hci0["advertising"])
+check(report["gattdState"]["registered"] is True and report["gattdState"]["adapter"] == "hci0"
+      and report["gattdState"]["advertising"] == ["main"], "gattd state: %s" % report["gattdState"])
+# bluetoothd runs with -f configs/bluetoothd-main.conf (ExchangeMTU = 100): --doctor reads that file.
+settings = {(s["section"], s["key"]): s["value"] for s in report["mainConf"]["settings"] or []}
+check(report["mainConf"]["origin"] == "bluetoothd's -f" and settings.get(("GATT", "ExchangeMTU")) == "100",
+      "main.conf: %s" % report["mainConf"])
+print("gattd --doctor: bluetoothd %s (%s), hci0 %s, %d note(s), no problem"
+      % (report["bluetoothd"]["version"], report["bluetoothd"]["versionSource"], hci0["address"],
+         len(report["findings"])))
+PY
 central gattd --live --gattctl "$GATTCTL_BIN" --gattd-log "$OUT/gattd.log" --reject gate=ff:131
 echo "phase 1 done ($(elapsed) s)"
 
