@@ -62,7 +62,12 @@ public final class StateStore: StateStorage {
         let (descriptor, temporary) = try createTemporary()
         do throws(StateStoreError) {
             try writeAll(bytes, to: descriptor, path: temporary)
-            guard fsync(descriptor) == 0 else { throw StateStoreError(operation: "fsync", path: temporary, code: errno) }
+            // GATTD_BREAK_*: builds that must fail the power-cut test (Tests/vm/run-powercut --break).
+            #if !GATTD_BREAK_FILE_FSYNC
+                guard fsync(descriptor) == 0 else {
+                    throw StateStoreError(operation: "fsync", path: temporary, code: errno)
+                }
+            #endif
         } catch {
             close(descriptor)
             unlink(temporary)
@@ -78,7 +83,9 @@ public final class StateStore: StateStorage {
             unlink(temporary)
             throw StateStoreError(operation: "rename", path: temporary, code: code)
         }
-        try syncDirectory()
+        #if !GATTD_BREAK_DIRECTORY_FSYNC
+            try syncDirectory()
+        #endif
     }
 
     private func createTemporary() throws(StateStoreError) -> (Int32, String) {

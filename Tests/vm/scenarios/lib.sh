@@ -30,7 +30,8 @@ wait_for_line() {
 }
 
 # count FILE REGEX: lines of FILE matching REGEX.
-count() { grep -Ec -- "$2" "$1" 2>/dev/null || true; }
+# (0 for a file that does not exist yet).
+count() { grep -Ec -- "$2" "$1" 2>/dev/null || { [ -e "$1" ] || echo 0; }; }
 # wait_count FILE REGEX N SECONDS: until FILE has at least N lines matching REGEX.
 wait_count() {
     local deadline=$(( $(date +%s) + $4 ))
