@@ -11,13 +11,13 @@ extension BusConnection {
     ///   invalid interface/member name or signature in the description.
     public func export(_ object: any DBusObject, at path: ObjectPath) throws(DBusError) {
         guard objects[path.rawValue] == nil else {
-            throw DBusError(name: "org.freedesktop.DBus.Error.ObjectPathInUse", message: "\(path) is already exported")
+            throw DBusError(name: DBusError.Name.objectPathInUse, message: "\(path) is already exported")
         }
         exportSequence += 1
         let entry = try ExportedObject(object: object, path: path, sequence: exportSequence)
         objects[path.rawValue] = entry
         if let root = managingRoot(of: path) {
-            try? emitSignal(path: root, interface: Names.objectManager, member: "InterfacesAdded",
+            try? emitSignal(path: root, interface: Names.objectManager, member: Freedesktop.interfacesAdded,
                             arguments: [.objectPath(path), entry.interfacesAndProperties(for: nil)])
         }
     }
@@ -28,7 +28,7 @@ extension BusConnection {
         guard let entry = objects.removeValue(forKey: path.rawValue) else { return }
         if lastDispatched === entry { lastDispatched = nil }
         if let root = managingRoot(of: path) {
-            try? emitSignal(path: root, interface: Names.objectManager, member: "InterfacesRemoved",
+            try? emitSignal(path: root, interface: Names.objectManager, member: Freedesktop.interfacesRemoved,
                             arguments: [.objectPath(path), .stringArray(entry.allInterfaceNames)])
         }
     }
@@ -142,14 +142,19 @@ extension BusConnection {
                 "\(method.method.name) expects signature '\(method.method.inSignature)', got '\(message.signature)'")))
             return
         }
-        entry.object.handle(MethodCall(message: message, connection: self, methodName: method.method.name))
+        let call = MethodCall(message: message, connection: self, methodName: method.method.name)
+        if let handler = method.handler {
+            handler.run(entry.object, call)
+        } else {
+            entry.object.handle(call)
+        }
     }
 
     /// A path with no exported object: an ObjectManager root and/or an intermediate node.
     private func dispatchToNode(_ message: Message, path: ObjectPath, interface: String?, member: String) {
         let isManager = managedRoots.contains(path)
         let hasChildren = isManager || objects.values.contains { $0.path.isDescendant(of: path) }
-        if interface == Names.objectManager || (interface == nil && member == "GetManagedObjects"), isManager {
+        if interface == Names.objectManager || (interface == nil && member == Freedesktop.getManagedObjects), isManager {
             answer(message, objectManagerCall(message, path: path, member: member))
         } else if interface == Names.introspectable || (interface == nil && member == "Introspect"), hasChildren {
             answer(message, introspect(message, path: path, member: member))
@@ -166,7 +171,7 @@ extension BusConnection {
         guard managedRoots.contains(path) else {
             return .failure(.unknownInterface("no object manager at \(path)"))
         }
-        guard member == "GetManagedObjects" else {
+        guard member == Freedesktop.getManagedObjects else {
             return .failure(.unknownMethod("no method \(Names.objectManager).\(member)"))
         }
         guard message.signature.isEmpty else {

@@ -25,7 +25,7 @@ extension BusConnection {
             try DBusValue.variant(value).validate()
         }
         for name in invalidated { try DBusValue.validateString(name) }
-        guard let raw = dbus_message_new_signal(path.rawValue, Names.properties, "PropertiesChanged") else {
+        guard let raw = dbus_message_new_signal(path.rawValue, Names.properties, Freedesktop.propertiesChanged) else {
             throw DBusError(name: DBusError.Name.noMemory, message: "dbus_message_new_signal")
         }
         let message = Message(taking: raw)
@@ -79,7 +79,7 @@ extension BusConnection {
         var firstArgument: String?
         var didReadFirstArgument = false
         for subscription in subscriptions where subscription.isActive {
-            if let sender = subscription.sender, sender.hasPrefix(":") || sender == "org.freedesktop.DBus" {
+            if let sender = subscription.sender, sender.hasPrefix(":") || sender == Freedesktop.bus {
                 guard let actual = dbus_message_get_sender(raw), strcmp(actual, sender) == 0 else { continue }
             }
             if let path = subscription.path {

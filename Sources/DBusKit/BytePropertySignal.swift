@@ -56,7 +56,7 @@ public final class BytePropertySignal {
     }
 
     private func build(_ bytes: [UInt8], destination: String?) -> Message {
-        guard let raw = dbus_message_new_signal(path.rawValue, Names.properties, "PropertiesChanged") else {
+        guard let raw = dbus_message_new_signal(path.rawValue, Names.properties, Freedesktop.propertiesChanged) else {
             preconditionFailure("out of memory creating a D-Bus signal")
         }
         if let destination {

@@ -18,7 +18,8 @@ public struct DBusError: Error, Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { message.isEmpty ? name : "\(name): \(message)" }
 
-    /// The standard `org.freedesktop.DBus.Error.*` names DBusKit produces or maps.
+    /// The standard `org.freedesktop.DBus.Error.*` names DBusKit produces or maps, and the
+    /// bus's own that gattd and gattctl recognise.
     public enum Name {
         public static let unknownMethod = "org.freedesktop.DBus.Error.UnknownMethod"
         public static let unknownObject = "org.freedesktop.DBus.Error.UnknownObject"
@@ -32,6 +33,11 @@ public struct DBusError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let serviceUnknown = "org.freedesktop.DBus.Error.ServiceUnknown"
         public static let disconnected = "org.freedesktop.DBus.Error.Disconnected"
         public static let noMemory = "org.freedesktop.DBus.Error.NoMemory"
+        public static let objectPathInUse = "org.freedesktop.DBus.Error.ObjectPathInUse"
+        public static let nameHasNoOwner = "org.freedesktop.DBus.Error.NameHasNoOwner"
+        public static let fileNotFound = "org.freedesktop.DBus.Error.FileNotFound"
+        public static let noServer = "org.freedesktop.DBus.Error.NoServer"
+        public static let timeout = "org.freedesktop.DBus.Error.Timeout"
     }
 
     public static func unknownMethod(_ message: String) -> DBusError { DBusError(name: Name.unknownMethod, message: message) }

@@ -4,8 +4,10 @@
 ///
 /// The connection reads `interfaces` once, at `export`, and serves `Properties`,
 /// `Introspectable`, `Peer` and `ObjectManager` from it; the object only answers its own
-/// methods. Every call reaching `handle(_:)` has a known interface/member and the declared
-/// argument signature. All methods are called on the loop's thread.
+/// methods. Every call reaching a method's handler has a known interface/member and the
+/// declared argument signature: a method declared with a handler (`DBusMethod(_:inSignature:outSignature:handler:)`,
+/// one row = name, signature, handler, as in an sd-bus vtable) goes to that handler; one
+/// declared without goes to `handle(_:)`. All methods are called on the loop's thread.
 public protocol DBusObject: AnyObject {
     /// The object's interfaces, in the order they are reported (read once at export).
     var interfaces: [DBusInterface] { get }
@@ -19,7 +21,8 @@ public protocol DBusObject: AnyObject {
     /// Stores a new value for a declared `.readwrite` property; `value` already has the
     /// declared signature. Throw to reject it (the error is the reply).
     func setProperty(_ name: String, interface: String, value: DBusValue) throws(DBusError)
-    /// Answers a method call now or later through `call.reply` / `call.fail`.
+    /// Answers a call of a method declared without a handler, now or later through
+    /// `call.reply` / `call.fail`.
     func handle(_ call: MethodCall)
 }
 
@@ -30,6 +33,11 @@ extension DBusObject {
 
     public func setProperty(_ name: String, interface: String, value: DBusValue) throws(DBusError) {
         throw .propertyReadOnly("property \(interface).\(name) is read-only")
+    }
+
+    /// An object whose every method carries its handler needs none: refuse, naming the method.
+    public func handle(_ call: MethodCall) {
+        call.fail(.unknownMethod("no handler for \(call.member ?? "(none)")"))
     }
 }
 
@@ -50,15 +58,51 @@ public struct DBusInterface: Sendable {
 }
 
 /// A method: incoming calls must have exactly `inSignature`; replies should have `outSignature`.
+///
+/// A row made with a handler is the whole method (name, signatures, what it does), so
+/// nothing else spells its name; a row without one is answered by `DBusObject.handle(_:)`.
 public struct DBusMethod: Sendable {
     public var name: String
     public var inSignature: String
     public var outSignature: String
+    /// What runs a call, when the row carries it.
+    let handler: MethodHandler?
 
+    /// A method answered by the object's `handle(_:)`.
     public init(_ name: String, inSignature: String = "", outSignature: String = "") {
         self.name = name
         self.inSignature = inSignature
         self.outSignature = outSignature
+        handler = nil
+    }
+
+    /// A method answered by `handler`, called with the exported object (which must be an
+    /// `Object`: `export` refuses the description otherwise) and the call, whose arguments
+    /// already have `inSignature`.
+    public init<Object: DBusObject & SendableMetatype>(
+        _ name: String, inSignature: String = "", outSignature: String = "",
+        handler: @escaping @Sendable (Object, MethodCall) -> Void
+    ) {
+        self.name = name
+        self.inSignature = inSignature
+        self.outSignature = outSignature
+        self.handler = MethodHandler(handler)
+    }
+}
+
+/// A row's handler with its object type erased; `accepts` is asked once, at export, so a
+/// call costs no cast check.
+struct MethodHandler: Sendable {
+    /// The name of the object type, for the error (a closure: naming a type costs the
+    /// runtime's demangler, which nothing else runs).
+    let objectType: @Sendable () -> String
+    let accepts: @Sendable (any DBusObject) -> Bool
+    let run: @Sendable (any DBusObject, MethodCall) -> Void
+
+    init<Object: DBusObject & SendableMetatype>(_ handler: @escaping @Sendable (Object, MethodCall) -> Void) {
+        objectType = { "\(Object.self)" }
+        accepts = { $0 is Object }
+        run = { object, call in handler(unsafeDowncast(object, to: Object.self), call) }
     }
 }
 

@@ -6,12 +6,15 @@ import Glibc
 /// strings. Owns the copies; they live as long as the exported object.
 final class DispatchEntry {
     let method: DBusMethod
+    /// The row's handler (checked against the object at export); nil: `DBusObject.handle(_:)`.
+    let handler: MethodHandler?
     let interface: UnsafeMutablePointer<CChar>
     let member: UnsafeMutablePointer<CChar>
     let signature: UnsafeMutablePointer<CChar>
 
     init(interface: String, method: DBusMethod) {
         self.method = method
+        handler = method.handler
         self.interface = strdup(interface)
         self.member = strdup(method.name)
         self.signature = strdup(method.inSignature)

@@ -32,6 +32,10 @@ final class ExportedObject {
                 guard DBusValue.isValidSignature(method.inSignature, single: false),
                     DBusValue.isValidSignature(method.outSignature, single: false)
                 else { throw .invalidArgs("invalid signature in \(interface.name).\(method.name)") }
+                if let handler = method.handler, !handler.accepts(object) {
+                    throw .invalidArgs(
+                        "\(interface.name).\(method.name)'s handler takes \(handler.objectType()), not \(type(of: object))")
+                }
                 byName[method.name] = method
             }
             var added: Set<String> = []

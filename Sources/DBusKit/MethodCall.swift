@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
-/// An incoming method call handed to `DBusObject.handle(_:)`; answer it exactly once.
+/// An incoming method call handed to its method row's handler (or `DBusObject.handle(_:)`);
+/// answer it exactly once.
 ///
 /// Keep it to answer later (deferred reply). If the caller set NO_REPLY_EXPECTED,
 /// `reply` and `fail` send nothing (bluetoothd sends StartNotify, StopNotify, Confirm

@@ -21,11 +21,11 @@ enum Names {
         }
     }
 
-    static let properties = "org.freedesktop.DBus.Properties"
-    static let introspectable = "org.freedesktop.DBus.Introspectable"
-    static let peer = "org.freedesktop.DBus.Peer"
-    static let objectManager = "org.freedesktop.DBus.ObjectManager"
-    static let local = "org.freedesktop.DBus.Local"
+    static var properties: String { Freedesktop.properties }
+    static var introspectable: String { Freedesktop.introspectable }
+    static var peer: String { Freedesktop.peer }
+    static var objectManager: String { Freedesktop.objectManager }
+    static var local: String { Freedesktop.local }
 
     /// `peer` as a C string that lives as long as the program.
     static var peerCString: UnsafePointer<CChar> { cString("org.freedesktop.DBus.Peer") }
