@@ -19,7 +19,7 @@ extension Advertiser {
         guard let adapterPath else { return }
         let attempt = generation
         connection.call(
-            destination: BlueZNames.service, path: adapterPath, interface: BlueZNames.properties, member: "GetAll",
+            destination: BlueZNames.service, path: adapterPath, interface: Freedesktop.properties, member: Freedesktop.getAll,
             arguments: [.string(BlueZNames.advertisingManager)]
         ) { [unowned self] result in
             guard attempt == self.generation else { return }
@@ -70,10 +70,8 @@ extension Advertiser {
             member: "RegisterAdvertisement", arguments: [.objectPath(slot.exported.path), .variantDictionary([])]
         ) { [unowned self] result in
             guard attempt == self.generation else { return }
-            switch result {
+            switch result.registered {
             case .success:
-                self.registered(slot)
-            case .failure(let error) where error.name == BlueZError.alreadyExists:
                 self.registered(slot)
             case .failure(let error):
                 self.refused(slot, error)

@@ -9,8 +9,8 @@ extension Advertiser {
     func watchAdapter(_ path: ObjectPath) {
         adapterSubscriptions.append(
             connection.subscribe(
-                sender: BlueZNames.service, path: path, interface: BlueZNames.properties,
-                member: "PropertiesChanged", arg0: BlueZNames.adapter
+                sender: BlueZNames.service, path: path, interface: Freedesktop.properties,
+                member: Freedesktop.propertiesChanged, arg0: BlueZNames.adapter
             ) { [unowned self] message in
                 guard let arguments = try? message.arguments(), arguments.count >= 2,
                     let powered = arguments[1].variantDictionaryValue("Powered")?.asBool
@@ -19,8 +19,8 @@ extension Advertiser {
             })
         adapterSubscriptions.append(
             connection.subscribe(
-                sender: BlueZNames.service, path: .root, interface: BlueZNames.objectManager,
-                member: "InterfacesAdded"
+                sender: BlueZNames.service, path: .root, interface: Freedesktop.objectManager,
+                member: Freedesktop.interfacesAdded
             ) { [unowned self] message in
                 guard let arguments = try? message.arguments(), arguments.count == 2,
                     arguments[0].asObjectPath == path,
@@ -32,7 +32,7 @@ extension Advertiser {
             })
         adapterSubscriptions.append(
             connection.subscribe(
-                sender: BlueZNames.service, interface: BlueZNames.properties, member: "PropertiesChanged",
+                sender: BlueZNames.service, interface: Freedesktop.properties, member: Freedesktop.propertiesChanged,
                 arg0: BlueZNames.device
             ) { [unowned self] message in
                 guard let device = message.path, device.isDescendant(of: path),

@@ -153,7 +153,7 @@ public final class Advertiser {
     private func setAlias() {
         guard let alias, let adapterPath else { return }
         connection.call(
-            destination: BlueZNames.service, path: adapterPath, interface: BlueZNames.properties, member: "GetAll",
+            destination: BlueZNames.service, path: adapterPath, interface: Freedesktop.properties, member: Freedesktop.getAll,
             arguments: [.string(BlueZNames.adapter)]
         ) { [weak self] result in
             guard let self, adapterPath == self.adapterPath else { return }
@@ -179,7 +179,7 @@ public final class Advertiser {
 
     private func writeAlias(_ alias: String, on path: ObjectPath, done: @escaping (DBusError?) -> Void) {
         connection.call(
-            destination: BlueZNames.service, path: path, interface: BlueZNames.properties, member: "Set",
+            destination: BlueZNames.service, path: path, interface: Freedesktop.properties, member: "Set",
             arguments: [.string(BlueZNames.adapter), .string("Alias"), .variant(.string(alias))], timeout: .seconds(1)
         ) { result in
             if case .failure(let error) = result { done(error) } else { done(nil) }

@@ -2,7 +2,8 @@
 
 internal import DBusKit
 
-/// Every BlueZ and freedesktop D-Bus spelling gattd uses, in one place (cf. iwd's dbus.h).
+/// Every BlueZ D-Bus spelling gattd uses, in one place (cf. iwd's dbus.h); the
+/// `org.freedesktop.DBus` ones are DBusKit's `Freedesktop`.
 enum BlueZNames {
     static let service = "org.bluez"
     static let root: ObjectPath = "/"
@@ -19,12 +20,6 @@ enum BlueZNames {
     static let agent = "org.bluez.Agent1"
     /// Where bluetoothd serves `AgentManager1`.
     static let bluezRoot: ObjectPath = "/org/bluez"
-
-    static let dbusService = "org.freedesktop.DBus"
-    static let dbusPath: ObjectPath = "/org/freedesktop/DBus"
-    static let dbusInterface = "org.freedesktop.DBus"
-    static let objectManager = "org.freedesktop.DBus.ObjectManager"
-    static let properties = "org.freedesktop.DBus.Properties"
 
     /// Where gattd's GATT application lives (the ObjectManager root bluetoothd walks).
     static let applicationRoot: ObjectPath = "/org/gattd/app"
@@ -50,4 +45,17 @@ extension BlueZError {
     /// What an agent answers to refuse a request (bluetoothd fails the pairing).
     static let rejected = "org.bluez.Error.Rejected"
     static let canceled = "org.bluez.Error.Canceled"
+}
+
+extension Result where Success == Message, Failure == DBusError {
+    /// The outcome of a registration with bluetoothd (`RegisterApplication`,
+    /// `RegisterAdvertisement`, `RegisterAgent`), where `AlreadyExists` means bluetoothd
+    /// already holds what was registered: success, as a plain reply is.
+    var registered: Result<Void, DBusError> {
+        switch self {
+        case .success: .success(())
+        case .failure(let error) where error.name == BlueZError.alreadyExists: .success(())
+        case .failure(let error): .failure(error)
+        }
+    }
 }

@@ -73,8 +73,8 @@ public final class BlueZRegistrar {
     public func start() {
         subscriptions.append(
             connection.subscribe(
-                sender: BlueZNames.dbusService, path: BlueZNames.dbusPath,
-                interface: BlueZNames.dbusInterface, member: "NameOwnerChanged", arg0: BlueZNames.service
+                sender: Freedesktop.bus, path: Freedesktop.busPath,
+                interface: Freedesktop.busInterface, member: Freedesktop.nameOwnerChanged, arg0: BlueZNames.service
             ) { [unowned self] message in
                 guard let arguments = try? message.arguments(), arguments.count == 3,
                     let newOwner = arguments[2].asString
@@ -82,17 +82,17 @@ public final class BlueZRegistrar {
                 if newOwner.isEmpty { self.blueZVanished() } else { self.blueZAppeared(owner: newOwner) }
             })
         // InterfacesAdded carries a{sa{sv}}, InterfacesRemoved as: either way the interface names.
-        for member in ["InterfacesAdded", "InterfacesRemoved"] {
+        for member in [Freedesktop.interfacesAdded, Freedesktop.interfacesRemoved] {
             subscriptions.append(
                 connection.subscribe(
-                    sender: BlueZNames.service, path: BlueZNames.root, interface: BlueZNames.objectManager,
+                    sender: BlueZNames.service, path: BlueZNames.root, interface: Freedesktop.objectManager,
                     member: member, arg0: nil
                 ) { [unowned self] message in
                     guard message.sender == self.application.trustedSender,
                         let arguments = try? message.arguments(), arguments.count == 2,
                         let path = arguments[0].asObjectPath?.rawValue
                     else { return }
-                    if member == "InterfacesAdded" {
+                    if member == Freedesktop.interfacesAdded {
                         let interfaces = arguments[1].dictionaryEntries?.compactMap { $0.key.asString } ?? []
                         self.interfacesAdded(path: path, interfaces: interfaces)
                     } else {
@@ -102,8 +102,8 @@ public final class BlueZRegistrar {
         }
         logger.info("waiting for org.bluez")
         connection.call(
-            destination: BlueZNames.dbusService, path: BlueZNames.dbusPath,
-            interface: BlueZNames.dbusInterface, member: "GetNameOwner", arguments: [.string(BlueZNames.service)]
+            destination: Freedesktop.bus, path: Freedesktop.busPath,
+            interface: Freedesktop.busInterface, member: Freedesktop.getNameOwner, arguments: [.string(BlueZNames.service)]
         ) { [unowned self] result in
             guard self.state == .starting else { return }
             if case .success(let reply) = result, let owner = (try? reply.arguments())?.first?.asString {
@@ -144,7 +144,7 @@ public final class BlueZRegistrar {
         let attempt = generation
         connection.call(
             destination: BlueZNames.service, path: BlueZNames.root,
-            interface: BlueZNames.objectManager, member: "GetManagedObjects", arguments: []
+            interface: Freedesktop.objectManager, member: Freedesktop.getManagedObjects, arguments: []
         ) { [unowned self] result in
             guard attempt == self.generation else { return }
             switch result {
@@ -231,10 +231,8 @@ public final class BlueZRegistrar {
                 self.replaceApplication { for rebuild in rebuilds { rebuild() } }
                 return
             }
-            switch result {
+            switch result.registered {
             case .success:
-                self.registered(adapter: name)
-            case .failure(let error) where error.name == BlueZError.alreadyExists:
                 self.registered(adapter: name)
             case .failure(let error):
                 var reason = error.message

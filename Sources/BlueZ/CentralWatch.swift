@@ -72,7 +72,7 @@ public final class CentralWatch {
         let attempt = generation
         subscriptions.append(
             connection.subscribe(
-                sender: BlueZNames.service, interface: BlueZNames.properties, member: "PropertiesChanged",
+                sender: BlueZNames.service, interface: Freedesktop.properties, member: Freedesktop.propertiesChanged,
                 arg0: BlueZNames.device
             ) { [unowned self] message in
                 guard let device = message.path, device.isDescendant(of: path),
@@ -83,8 +83,8 @@ public final class CentralWatch {
             })
         subscriptions.append(
             connection.subscribe(
-                sender: BlueZNames.service, path: path, interface: BlueZNames.properties,
-                member: "PropertiesChanged", arg0: BlueZNames.adapter
+                sender: BlueZNames.service, path: path, interface: Freedesktop.properties,
+                member: Freedesktop.propertiesChanged, arg0: BlueZNames.adapter
             ) { [unowned self] message in
                 guard let arguments = try? message.arguments(), arguments.count >= 2,
                     let powered = arguments[1].variantDictionaryValue("Powered")?.asBool
@@ -93,8 +93,8 @@ public final class CentralWatch {
             })
         subscriptions.append(
             connection.subscribe(
-                sender: BlueZNames.service, path: BlueZNames.root, interface: BlueZNames.objectManager,
-                member: "InterfacesAdded"
+                sender: BlueZNames.service, path: BlueZNames.root, interface: Freedesktop.objectManager,
+                member: Freedesktop.interfacesAdded
             ) { [unowned self] message in
                 guard let arguments = try? message.arguments(), arguments.count == 2,
                     let device = arguments[0].asObjectPath, device.isDescendant(of: path),
@@ -106,8 +106,8 @@ public final class CentralWatch {
             })
         subscriptions.append(
             connection.subscribe(
-                sender: BlueZNames.service, path: BlueZNames.root, interface: BlueZNames.objectManager,
-                member: "InterfacesRemoved"
+                sender: BlueZNames.service, path: BlueZNames.root, interface: Freedesktop.objectManager,
+                member: Freedesktop.interfacesRemoved
             ) { [unowned self] message in
                 guard let arguments = try? message.arguments(), arguments.count == 2,
                     let device = arguments[0].asObjectPath?.rawValue,
@@ -119,8 +119,8 @@ public final class CentralWatch {
         // What bluetoothd already has: centrals connected before gattd (re)started are
         // known, not announced.
         connection.call(
-            destination: BlueZNames.service, path: BlueZNames.root, interface: BlueZNames.objectManager,
-            member: "GetManagedObjects"
+            destination: BlueZNames.service, path: BlueZNames.root, interface: Freedesktop.objectManager,
+            member: Freedesktop.getManagedObjects
         ) { [weak self] result in
             guard let self, attempt == self.generation else { return }
             guard case .success(let reply) = result, let objects = (try? reply.arguments())?.first?.dictionaryEntries

@@ -12,7 +12,7 @@ internal import DBusKit
 final class ExportedAdvertisement: DBusObject {
     static let interface = DBusInterface(
         name: BlueZNames.advertisement,
-        methods: [DBusMethod("Release")],
+        methods: [DBusMethod("Release") { (advertisement: ExportedAdvertisement, call) in advertisement.release(call) }],
         properties: AdvertisementDefinition.leProperties.map(\.declaration))
 
     let path: ObjectPath
@@ -35,11 +35,7 @@ final class ExportedAdvertisement: DBusObject {
         properties.first { $0.0 == name }?.1
     }
 
-    func handle(_ call: MethodCall) {
-        guard call.member == "Release" else {
-            call.fail(.unknownMethod("no method \(call.member ?? "")"))
-            return
-        }
+    private func release(_ call: MethodCall) {
         guard let trustedSender, call.sender == trustedSender else {
             call.fail(.accessDenied("Release is accepted from org.bluez only"))
             return

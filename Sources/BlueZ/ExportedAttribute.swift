@@ -89,8 +89,4 @@ final class ExportedAttribute: DBusObject {
     func isPropertyReadable(_ name: String, interface: String, by caller: String?) -> Bool {
         name != "Value" || (caller != nil && caller == requests.trustedSender)
     }
-
-    func handle(_ call: MethodCall) {
-        requests.handle(call, for: attribute, at: path)
-    }
 }

@@ -25,8 +25,4 @@ final class ExportedService: DBusObject {
     }
 
     func property(_ name: String, interface: String) -> DBusValue? { Self.properties.value(of: name, for: self) }
-
-    func handle(_ call: MethodCall) {
-        call.fail(DBusError.unknownMethod("No method \(call.member ?? "")"))
-    }
 }

@@ -32,44 +32,34 @@ final class GattRequestHandler {
         self.logger = logger
     }
 
-    func handle(_ call: MethodCall, for attribute: Attribute, at path: ObjectPath) {
-        let member = call.member ?? ""
+    /// Runs `step` (one row of `GattInterfaces`) for `attribute` when bluetoothd called;
+    /// refuses anyone else, and answers a call `step` finds malformed with its error.
+    func serve(
+        _ call: MethodCall, _ attribute: Attribute,
+        _ step: (GattRequestHandler, MethodCall, Attribute) throws(DBusError) -> Void
+    ) {
         guard call.isSent(by: trustedSender) else {
             logger.warning(
                 "refused a call from a sender that is not bluetoothd",
                 metadata: [
-                    "gatt.id": "\(attribute.id)", "operation": "\(member)",
+                    "gatt.id": "\(attribute.id)", "operation": "\(call.member ?? "")",
                     "sender": "\(call.sender ?? "?")",
                 ])
             call.fail(GATTError.insufficientAuthorization.bluezError)
             return
         }
         do throws(DBusError) {
-            switch member {
-            case "ReadValue": try read(call, attribute)
-            case "WriteValue": try write(call, attribute)
-            case "StartNotify": notify(call, attribute, on: true)
-            case "StopNotify": notify(call, attribute, on: false)
-            // Declared only on characteristics that use the socket path.
-            case "AcquireNotify": try acquire(call, attribute, .notify, method: member)
-            case "AcquireWrite": try acquire(call, attribute, .write, method: member)
-            case "Confirm":
-                service.confirm(attribute)
-                logger.debug("indication confirmed", metadata: ["gatt.id": "\(attribute.id)"])
-                call.reply()
-            default:
-                call.fail(DBusError.unknownMethod("No method \(member)"))
-            }
+            try step(self, call, attribute)
         } catch {
             logger.info(
                 "refused a malformed call",
-                metadata: ["gatt.id": "\(attribute.id)", "operation": "\(member)", "error": "\(error.message)"])
+                metadata: ["gatt.id": "\(attribute.id)", "operation": "\(call.member ?? "")", "error": "\(error.message)"])
             call.fail(error)
         }
     }
 
-    private func read(_ call: MethodCall, _ attribute: Attribute) throws(DBusError) {
-        let request = try options(call, argument: 0, method: "ReadValue")
+    func read(_ call: MethodCall, _ attribute: Attribute) throws(DBusError) {
+        let request = try options(call, argument: 0)
         switch service.read(attribute, request) {
         case .now(let result):
             answer(call, attribute, request, result)
@@ -97,9 +87,9 @@ final class GattRequestHandler {
         }
     }
 
-    private func write(_ call: MethodCall, _ attribute: Attribute) throws(DBusError) {
+    func write(_ call: MethodCall, _ attribute: Attribute) throws(DBusError) {
         let bytes = try call.bytesArgument(at: 0)
-        let request = try options(call, argument: 1, method: "WriteValue")
+        let request = try options(call, argument: 1)
         service.write(attribute, bytes: bytes, request) { [self] outcome in
             switch outcome {
             case .success:
@@ -117,16 +107,17 @@ final class GattRequestHandler {
         }
     }
 
-    private func options(_ call: MethodCall, argument: Int, method: String) throws(DBusError) -> AttributeRequest {
+    /// The options argument, read as bluetoothd sends them; errors name the method called.
+    private func options(_ call: MethodCall, argument: Int) throws(DBusError) -> AttributeRequest {
         let request = try GattRequestOptions(
-            call.message, argument: argument, method: method, previousDevice: lastDevice, previousLink: lastLink
+            call.message, argument: argument, method: call.member ?? "", previousDevice: lastDevice, previousLink: lastLink
         ).request(call)
         if let device = request.device { lastDevice = device }
         if let link = request.link { lastLink = link }
         return request
     }
 
-    private func notify(_ call: MethodCall, _ attribute: Attribute, on: Bool) {
+    func notify(_ call: MethodCall, _ attribute: Attribute, on: Bool) {
         if service.setNotifying(attribute, on) {
             logger.info(
                 on ? "subscribed" : "unsubscribed",
@@ -137,13 +128,19 @@ final class GattRequestHandler {
         }
     }
 
-    private func acquire(
-        _ call: MethodCall, _ attribute: Attribute, _ kind: AcquiredSockets.Kinds, method: String
+    func acquire(
+        _ call: MethodCall, _ attribute: Attribute, _ kind: AcquiredSockets.Kinds
     ) throws(DBusError) {
-        let request = try options(call, argument: 0, method: method)
+        let request = try options(call, argument: 0)
         try sockets.acquire(kind, attribute, request) { descriptor, mtu in
             call.reply([.unixFD(descriptor), .uint16(mtu)])
         }
+    }
+
+    func confirm(_ call: MethodCall, _ attribute: Attribute) {
+        service.confirm(attribute)
+        logger.debug("indication confirmed", metadata: ["gatt.id": "\(attribute.id)"])
+        call.reply()
     }
 
     private func logFailure(_ operation: String, _ attribute: Attribute, _ request: AttributeRequest, _ error: GATTError) {

@@ -51,15 +51,34 @@ public final class PairingAgent: DBusObject {
         DBusInterface(
             name: BlueZNames.agent,
             methods: [
-                DBusMethod("Release"),
-                DBusMethod("RequestPinCode", inSignature: "o", outSignature: "s"),
-                DBusMethod("DisplayPinCode", inSignature: "os"),
-                DBusMethod("RequestPasskey", inSignature: "o", outSignature: "u"),
-                DBusMethod("DisplayPasskey", inSignature: "ouq"),
-                DBusMethod("RequestConfirmation", inSignature: "ou"),
-                DBusMethod("RequestAuthorization", inSignature: "o"),
-                DBusMethod("AuthorizeService", inSignature: "os"),
-                DBusMethod("Cancel"),
+                row("Release") { agent, request in
+                    agent.registeredWith = nil
+                    agent.logger.info("bluetoothd released the pairing agent")
+                    request.call.reply()
+                },
+                row("RequestPinCode", in: "o", out: "s") { agent, request in
+                    agent.reject(request, "gattd pairs over LE only; PIN codes are not used")
+                },
+                row("DisplayPinCode", in: "os") { agent, request in
+                    agent.reject(request, "gattd pairs over LE only; PIN codes are not used")
+                },
+                row("RequestPasskey", in: "o", out: "u") { agent, request in
+                    agent.reject(request, "gattd has no keyboard; it displays passkeys, it does not enter them")
+                },
+                row("DisplayPasskey", in: "ouq") { agent, request in agent.displayPasskey(request) },
+                row("RequestConfirmation", in: "ou") { agent, request in
+                    agent.reject(request, "numeric comparison is not offered (\(agent.mode.rawValue))")
+                },
+                row("RequestAuthorization", in: "o") { agent, request in agent.requestAuthorization(request) },
+                row("AuthorizeService", in: "os") { agent, request in
+                    let uuid = request.arguments.count > 1 ? request.arguments[1].asString ?? "" : ""
+                    agent.reject(request, "gattd authorizes no profile connections (service \(uuid))")
+                },
+                row("Cancel") { agent, request in
+                    agent.logger.info("bluetoothd cancelled the pairing request")
+                    agent.onEvent?(.cancelled)
+                    request.call.reply()
+                },
             ])
     ]
 
@@ -104,10 +123,8 @@ public final class PairingAgent: DBusObject {
             member: "RegisterAgent", arguments: [.objectPath(path), .string(capability)]
         ) { [weak self] result in
             guard let self, attempt == self.generation else { return }
-            switch result {
+            switch result.registered {
             case .success:
-                self.makeDefault(attempt: attempt, owner: owner)
-            case .failure(let error) where error.name == BlueZError.alreadyExists:
                 self.makeDefault(attempt: attempt, owner: owner)
             case .failure(let error):
                 self.logger.error(
@@ -162,63 +179,66 @@ public final class PairingAgent: DBusObject {
 
     // MARK: - Agent1
 
-    public func handle(_ call: MethodCall) {
-        let member = call.member ?? ""
-        guard let trustedSender, call.isSent(by: trustedSender) else {
-            logger.warning(
-                "pairing agent call refused: not from bluetoothd",
-                metadata: ["method": "\(member)", "sender": "\(call.sender ?? "?")"])
-            call.fail(DBusError(name: BlueZError.rejected, message: "only bluetoothd may call gattd's agent"))
-            return
-        }
-        let arguments = (try? call.arguments()) ?? []
-        let device = arguments.first?.asObjectPath?.rawValue ?? ""
-        let address = CentralWatch.address(fromPath: device)
-        switch member {
-        case "Release":
-            registeredWith = nil
-            logger.info("bluetoothd released the pairing agent")
-            call.reply()
-        case "Cancel":
-            logger.info("bluetoothd cancelled the pairing request")
-            onEvent?(.cancelled)
-            call.reply()
-        case "RequestAuthorization":
-            // Just Works: bluetoothd asks whether an unauthenticated pairing may go ahead.
-            guard mode == .justWorks else {
-                return reject(call, member, address, "display-passkey pairs only with a passkey")
-            }
-            guard pairingAllowed() else { return reject(call, member, address, "pairing is closed") }
-            logger.notice("pairing accepted (just works)", metadata: ["device": "\(address)"])
-            call.reply()
-        case "DisplayPasskey":
-            guard mode == .displayPasskey else {
-                return reject(call, member, address, "just-works shows no passkey")
-            }
-            guard pairingAllowed() else { return reject(call, member, address, "pairing is closed") }
-            let passkey = arguments.count > 1 ? arguments[1].asUInt32 ?? 0 : 0
-            call.reply()
-            guard announced[device] != passkey else { return }
-            announced[device] = passkey
-            onEvent?(.passkey(device: device, address: address, passkey: passkey))
-        case "RequestPinCode", "DisplayPinCode":
-            reject(call, member, address, "gattd pairs over LE only; PIN codes are not used")
-        case "RequestPasskey":
-            reject(call, member, address, "gattd has no keyboard; it displays passkeys, it does not enter them")
-        case "RequestConfirmation":
-            reject(call, member, address, "numeric comparison is not offered (\(mode.rawValue))")
-        case "AuthorizeService":
-            let uuid = arguments.count > 1 ? arguments[1].asString ?? "" : ""
-            reject(call, member, address, "gattd authorizes no profile connections (service \(uuid))")
-        default:
-            reject(call, member, address, "unknown agent method")
+    /// A call bluetoothd made, with the device it names (the first argument, when it is one).
+    struct Request {
+        let call: MethodCall
+        let method: String
+        let arguments: [DBusValue]
+        let device: String
+        let address: String
+    }
+
+    /// One `Agent1` method: its name and signatures, and its answer to bluetoothd.
+    private static func row(
+        _ name: String, in inSignature: String = "", out outSignature: String = "",
+        _ answer: @escaping @Sendable (PairingAgent, Request) -> Void
+    ) -> DBusMethod {
+        DBusMethod(name, inSignature: inSignature, outSignature: outSignature) { (agent: PairingAgent, call) in
+            guard let request = agent.admit(call, name) else { return }
+            answer(agent, request)
         }
     }
 
-    private func reject(_ call: MethodCall, _ method: String, _ address: String, _ reason: String) {
+    /// The call as a request when the current `org.bluez` owner made it; anyone else is
+    /// refused and logged.
+    private func admit(_ call: MethodCall, _ method: String) -> Request? {
+        guard let trustedSender, call.isSent(by: trustedSender) else {
+            logger.warning(
+                "pairing agent call refused: not from bluetoothd",
+                metadata: ["method": "\(method)", "sender": "\(call.sender ?? "?")"])
+            call.fail(DBusError(name: BlueZError.rejected, message: "only bluetoothd may call gattd's agent"))
+            return nil
+        }
+        let arguments = (try? call.arguments()) ?? []
+        let device = arguments.first?.asObjectPath?.rawValue ?? ""
+        return Request(
+            call: call, method: method, arguments: arguments, device: device,
+            address: CentralWatch.address(fromPath: device))
+    }
+
+    /// Just Works: bluetoothd asks whether an unauthenticated pairing may go ahead.
+    private func requestAuthorization(_ request: Request) {
+        guard mode == .justWorks else { return reject(request, "display-passkey pairs only with a passkey") }
+        guard pairingAllowed() else { return reject(request, "pairing is closed") }
+        logger.notice("pairing accepted (just works)", metadata: ["device": "\(request.address)"])
+        request.call.reply()
+    }
+
+    private func displayPasskey(_ request: Request) {
+        guard mode == .displayPasskey else { return reject(request, "just-works shows no passkey") }
+        guard pairingAllowed() else { return reject(request, "pairing is closed") }
+        let passkey = request.arguments.count > 1 ? request.arguments[1].asUInt32 ?? 0 : 0
+        request.call.reply()
+        guard announced[request.device] != passkey else { return }
+        announced[request.device] = passkey
+        onEvent?(.passkey(device: request.device, address: request.address, passkey: passkey))
+    }
+
+    private func reject(_ request: Request, _ reason: String) {
         logger.notice(
-            "pairing request refused", metadata: ["method": "\(method)", "device": "\(address)", "reason": "\(reason)"])
-        call.fail(DBusError(name: BlueZError.rejected, message: reason))
+            "pairing request refused",
+            metadata: ["method": "\(request.method)", "device": "\(request.address)", "reason": "\(reason)"])
+        request.call.fail(DBusError(name: BlueZError.rejected, message: reason))
     }
 
     /// Six digits, zero-padded, as a person reads a passkey.

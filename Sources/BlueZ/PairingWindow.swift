@@ -124,7 +124,7 @@ public final class PairingWindow {
             return
         }
         connection.call(
-            destination: BlueZNames.service, path: path, interface: BlueZNames.properties, member: "GetAll",
+            destination: BlueZNames.service, path: path, interface: Freedesktop.properties, member: Freedesktop.getAll,
             arguments: [.string(BlueZNames.adapter)]
         ) { [weak self] result in
             guard let self, attempt == self.generation else { return }
@@ -182,7 +182,7 @@ public final class PairingWindow {
         completion: (() -> Void)? = nil
     ) {
         connection.call(
-            destination: BlueZNames.service, path: path, interface: BlueZNames.properties, member: "Set",
+            destination: BlueZNames.service, path: path, interface: Freedesktop.properties, member: "Set",
             arguments: [.string(BlueZNames.adapter), .string(name), .variant(value)], timeout: timeout
         ) { [logger] result in
             if case .failure(let error) = result {

@@ -24,7 +24,7 @@ extension ControlManager {
         }
         if programHandlers[name] == nil {
             let watch = connection.subscribe(
-                sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
+                sender: Freedesktop.bus, interface: Freedesktop.busInterface, member: Freedesktop.nameOwnerChanged,
                 arg0: sender
             ) { [weak self] message in
                 guard let arguments = try? message.arguments(), arguments.count == 3, arguments[2].asString == ""

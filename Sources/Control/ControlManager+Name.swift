@@ -27,8 +27,8 @@ extension ControlManager {
         observeReadiness()
         nameState = .requesting
         connection.call(
-            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-            member: "RequestName", arguments: [.string(ControlNames.busName), .uint32(Self.doNotQueue)]
+            destination: Freedesktop.bus, path: Freedesktop.busPath, interface: Freedesktop.busInterface,
+            member: Freedesktop.requestName, arguments: [.string(ControlNames.busName), .uint32(Self.doNotQueue)]
         ) { [weak self] result in
             guard let self else { return }
             switch result {

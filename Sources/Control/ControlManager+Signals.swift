@@ -28,7 +28,7 @@ extension ControlManager {
         guard let sender = call.sender else { return call.fail(.failed("no sender")) }
         if watchers[sender] == nil {
             watchers[sender] = connection.subscribe(
-                sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
+                sender: Freedesktop.bus, interface: Freedesktop.busInterface, member: Freedesktop.nameOwnerChanged,
                 arg0: sender
             ) { [weak self] message in
                 guard let arguments = try? message.arguments(), arguments.count == 3, arguments[2].asString == ""

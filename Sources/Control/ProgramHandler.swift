@@ -84,7 +84,7 @@ final class ProgramHandler: AttributeHandler {
         switch error.name {
         case DBusError.Name.noReply, DBusError.Name.serviceUnknown, DBusError.Name.disconnected,
             DBusError.Name.unknownObject, DBusError.Name.unknownMethod, DBusError.Name.unknownInterface,
-            "org.freedesktop.DBus.Error.NameHasNoOwner", DBusError.Name.accessDenied:
+            DBusError.Name.nameHasNoOwner, DBusError.Name.accessDenied:
             return .unavailable(reason: "\(error.name): \(error.message)")
         default:
             logger.warning(

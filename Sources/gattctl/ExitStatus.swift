@@ -34,8 +34,7 @@ enum ExitStatus: Int32 {
         case ControlError.Name.invalidValueLength, ControlError.Name.invalidAdvertisement:
             self = .invalidValue
         case DBusError.Name.serviceUnknown, DBusError.Name.noReply, DBusError.Name.disconnected,
-            "org.freedesktop.DBus.Error.NameHasNoOwner", "org.freedesktop.DBus.Error.FileNotFound",
-            "org.freedesktop.DBus.Error.NoServer", "org.freedesktop.DBus.Error.Timeout",
+            DBusError.Name.nameHasNoOwner, DBusError.Name.fileNotFound, DBusError.Name.noServer, DBusError.Name.timeout,
             DBusError.Name.unknownObject, DBusError.Name.unknownMethod, DBusError.Name.unknownInterface:
             self = .unreachable
         default:

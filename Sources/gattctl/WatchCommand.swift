@@ -38,7 +38,7 @@ struct WatchCommand: ParsableCommand {
             if let line = render(member, arguments) { printLine(line) }
         }
         let owner = client.connection.subscribe(
-            sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
+            sender: Freedesktop.bus, interface: Freedesktop.busInterface, member: Freedesktop.nameOwnerChanged,
             arg0: ControlNames.busName
         ) { message in
             guard let arguments = try? message.arguments(), arguments.count == 3, arguments[2].asString == "" else {
