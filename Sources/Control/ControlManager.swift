@@ -109,22 +109,11 @@ public final class ControlManager: DBusObject {
     public let interfaces: [DBusInterface] = [
         DBusInterface(
             name: ControlNames.managerInterface,
-            methods: [
-                DBusMethod("ListCharacteristics", outSignature: "aa{sv}"),
-                DBusMethod("GetValue", inSignature: "s", outSignature: "ay"),
-                DBusMethod("SetValue", inSignature: "say"),
-                DBusMethod("StartAdvertising", inSignature: "s"),
-                DBusMethod("StopAdvertising", inSignature: "s"),
-                DBusMethod("SetAdvertisementData", inSignature: "ssb"),
-                DBusMethod("GetStatus", outSignature: "a{sv}"),
-                DBusMethod("Subscribe"),
-                DBusMethod("Unsubscribe"),
-                DBusMethod("RegisterHandler", inSignature: "oasa{sv}"),
-                DBusMethod("UnregisterHandler", inSignature: "o"),
-                DBusMethod("OpenPairing", inSignature: "u", outSignature: "u"),
-                DBusMethod("ListBonds", outSignature: "aa{sv}"),
-                DBusMethod("RemoveBond", inSignature: "s"),
-            ],
+            methods: ControlRequest.methods.map { method in
+                DBusMethod(method.name, inSignature: method.inSignature, outSignature: method.outSignature) {
+                    (manager: ControlManager, call) in manager.serve(call, method)
+                }
+            },
             signals: [
                 DBusSignalDescription("ValueWritten", signature: "says"),
                 DBusSignalDescription("ValueChanged", signature: "says"),
@@ -140,10 +129,11 @@ public final class ControlManager: DBusObject {
             ])
     ]
 
-    public func handle(_ call: MethodCall) {
+    /// Runs the request a call of `method` makes.
+    private func serve(_ call: MethodCall, _ method: ControlRequest.Method) {
         let request: ControlRequest
         do {
-            request = try ControlRequest(member: call.member ?? "", arguments: call.arguments())
+            request = try method.decode(call.arguments())
         } catch {
             call.fail(error)
             return

@@ -4,9 +4,10 @@ public import DBusKit
 
 /// A call to `org.gattd.Manager1`, decoded from its member name and arguments.
 ///
-/// Dispatch has already checked the arguments against the declared signature; this is
-/// the one place that still reads them, and it refuses anything else with
-/// `InvalidArgs` naming the method rather than guessing (for example an empty id).
+/// `methods` is the API's one list: each row names a method, its signatures and how its
+/// arguments (already checked against the signature by dispatch) become a request; a value
+/// the signature cannot rule out is refused with `InvalidArgs` naming the method rather
+/// than guessed at (for example an empty id).
 public enum ControlRequest: Equatable, Sendable {
     case listCharacteristics
     case getValue(id: String)
@@ -25,41 +26,41 @@ public enum ControlRequest: Equatable, Sendable {
     /// Forget the bond with the central at this address (`AA:BB:CC:DD:EE:FF`).
     case removeBond(address: String)
 
-    public init(member: String, arguments: [DBusValue]) throws(DBusError) {
-        func expect(_ signature: String) throws(DBusError) {
-            let actual = arguments.map(\.signature).joined()
-            guard actual == signature else {
-                throw .invalidArgs("\(member) takes (\(signature)), got (\(actual))")
-            }
+    /// One method of `org.gattd.Manager1`, written once: its name, its signatures, and how
+    /// its arguments become a request. `ControlManager`'s interface is made from these rows.
+    public struct Method: Sendable {
+        public let name: String
+        public let inSignature: String
+        public let outSignature: String
+        /// The request the arguments make; they already have `inSignature`. Throws
+        /// `InvalidArgs` naming the method for a value the signature cannot rule out.
+        let decode: @Sendable ([DBusValue]) throws(DBusError) -> ControlRequest
+
+        init(
+            _ name: String, in inSignature: String = "", out outSignature: String = "",
+            _ decode: @escaping @Sendable ([DBusValue]) throws(DBusError) -> ControlRequest
+        ) {
+            self.name = name
+            self.inSignature = inSignature
+            self.outSignature = outSignature
+            self.decode = decode
         }
-        func id() -> String { arguments[0].asString ?? "" }
-        switch member {
-        case "ListCharacteristics":
-            try expect("")
-            self = .listCharacteristics
-        case "GetValue":
-            try expect("s")
-            self = .getValue(id: id())
-        case "SetValue":
-            try expect("say")
-            self = .setValue(id: id(), value: arguments[1].asBytes ?? [])
-        case "StartAdvertising", "StopAdvertising":
-            try expect("s")
-            self = .setAdvertising(id: id(), enabled: member == "StartAdvertising")
-        case "SetAdvertisementData":
-            try expect("ssb")
-            self = .setAdvertisementData(id: id(), changes: arguments[1].asString ?? "", persist: arguments[2].asBool ?? false)
-        case "GetStatus":
-            try expect("")
-            self = .getStatus
-        case "Subscribe":
-            try expect("")
-            self = .subscribe
-        case "Unsubscribe":
-            try expect("")
-            self = .unsubscribe
-        case "RegisterHandler":
-            try expect("oasa{sv}")
+    }
+
+    /// The control API's methods, in the order introspection lists them (docs/control-api.md).
+    public static let methods: [Method] = [
+        Method("ListCharacteristics", out: "aa{sv}") { _ in .listCharacteristics },
+        Method("GetValue", in: "s", out: "ay") { .getValue(id: id($0)) },
+        Method("SetValue", in: "say") { .setValue(id: id($0), value: $0[1].asBytes ?? []) },
+        Method("StartAdvertising", in: "s") { .setAdvertising(id: id($0), enabled: true) },
+        Method("StopAdvertising", in: "s") { .setAdvertising(id: id($0), enabled: false) },
+        Method("SetAdvertisementData", in: "ssb") {
+            .setAdvertisementData(id: id($0), changes: $0[1].asString ?? "", persist: $0[2].asBool ?? false)
+        },
+        Method("GetStatus", out: "a{sv}") { _ in .getStatus },
+        Method("Subscribe") { _ in .subscribe },
+        Method("Unsubscribe") { _ in .unsubscribe },
+        Method("RegisterHandler", in: "oasa{sv}") { arguments throws(DBusError) in
             guard let object = arguments[0].asObjectPath, let ids = arguments[1].asStringArray else {
                 throw .invalidArgs("RegisterHandler takes (oasa{sv})")
             }
@@ -67,30 +68,42 @@ public enum ControlRequest: Equatable, Sendable {
             if let key = arguments[2].variantDictionaryEntries?.first?.0 {
                 throw .invalidArgs("RegisterHandler: unknown option \"\(key)\" (none are defined yet)")
             }
-            self = .registerHandler(object: object, ids: ids)
-        case "UnregisterHandler":
-            try expect("o")
+            return .registerHandler(object: object, ids: ids)
+        },
+        Method("UnregisterHandler", in: "o") { arguments throws(DBusError) in
             guard let object = arguments[0].asObjectPath else { throw .invalidArgs("UnregisterHandler takes (o)") }
-            self = .unregisterHandler(object: object)
-        case "OpenPairing":
-            try expect("u")
+            return .unregisterHandler(object: object)
+        },
+        Method("OpenPairing", in: "u", out: "u") { arguments throws(DBusError) in
             let seconds = arguments[0].asUInt32 ?? 0
             guard seconds <= 86_400 else { throw .invalidArgs("OpenPairing: at most 86400 seconds, got \(seconds)") }
-            self = .openPairing(seconds: Int(seconds))
-        case "ListBonds":
-            try expect("")
-            self = .listBonds
-        case "RemoveBond":
-            try expect("s")
-            let address = id()
-            guard Self.isAddress(address) else {
+            return .openPairing(seconds: Int(seconds))
+        },
+        Method("ListBonds", out: "aa{sv}") { _ in .listBonds },
+        Method("RemoveBond", in: "s") { arguments throws(DBusError) in
+            let address = id(arguments)
+            guard isAddress(address) else {
                 throw .invalidArgs("RemoveBond: \"\(address)\" is not an address like AA:BB:CC:DD:EE:FF")
             }
-            self = .removeBond(address: address.uppercased())
-        default:
+            return .removeBond(address: address.uppercased())
+        },
+    ]
+
+    /// Decodes a call made outside D-Bus dispatch (tests, tools): the member is looked up
+    /// in `methods` and the arguments checked against its signature, as dispatch checks them.
+    public init(member: String, arguments: [DBusValue]) throws(DBusError) {
+        guard let method = Self.methods.first(where: { $0.name == member }) else {
             throw .unknownMethod("no method \(member)")
         }
+        let actual = arguments.map(\.signature).joined()
+        guard actual == method.inSignature else {
+            throw .invalidArgs("\(member) takes (\(method.inSignature)), got (\(actual))")
+        }
+        self = try method.decode(arguments)
     }
+
+    /// The first argument, an id (or an address).
+    private static func id(_ arguments: [DBusValue]) -> String { arguments[0].asString ?? "" }
 
     /// `AA:BB:CC:DD:EE:FF`, hex digits of either case.
     static func isAddress(_ text: String) -> Bool {
