@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 """Fixtures for gattd's integration suite: private bus, stand-in bluetoothd, gattd.
 
-gattd comes from $GATTD_BIN (default .build/debug/gattd at the repository root)
-and runs as `gattd --config <file>` with DBUS_SYSTEM_BUS_ADDRESS pointing at the
+gattd comes from $GATTD_BIN and gattctl from $GATTCTL_BIN (default: the gattctl next to
+$GATTD_BIN): every test finds the binaries through gattd_binary() and gattctl_binary()
+here, and a test fails, never skips, when one is missing. gattd runs as `gattd --config <file>` with DBUS_SYSTEM_BUS_ADDRESS pointing at the
 private bus and STATE_DIRECTORY at a directory of the test's own (so no test sees
 another's saved values; restarts within one test share it). Its output goes to a file that is printed when a test fails.
 """
@@ -23,8 +24,26 @@ from notify_socket import NotifySocket  # noqa: E402
 CONFIGS = os.path.join(HERE, "configs")
 
 
+def _executable(variable, path, how):
+    if not path:
+        pytest.fail("%s is not set (%s)" % (variable, how), pytrace=False)
+    if not os.access(path, os.X_OK):
+        pytest.fail("%s=%s is not an executable file (%s)" % (variable, path, how), pytrace=False)
+    return path
+
+
 def gattd_binary():
-    return os.environ.get("GATTD_BIN", os.path.join(REPO, ".build", "debug", "gattd"))
+    """The gattd under test: $GATTD_BIN (`make test-integration` sets it)."""
+    return _executable("GATTD_BIN", os.environ.get("GATTD_BIN"),
+                       "e.g. GATTD_BIN=$PWD/.build/debug/gattd after `swift build`")
+
+
+def gattctl_binary():
+    """The gattctl under test: $GATTCTL_BIN, else the gattctl next to $GATTD_BIN."""
+    if os.environ.get("GATTCTL_BIN"):
+        return _executable("GATTCTL_BIN", os.environ["GATTCTL_BIN"], "the gattctl to test")
+    return _executable("GATTCTL_BIN", os.path.join(os.path.dirname(gattd_binary()), "gattctl"),
+                       "not set, and no gattctl next to $GATTD_BIN")
 
 
 class Gattd:
@@ -48,14 +67,12 @@ class Gattd:
 
 @pytest.fixture
 def start_gattd(private_bus, tmp_path, request):
-    """start_gattd(config_name, state_dir=None, env=None, closed_fds=(), prefix=(), args=()) -> Gattd; skips the test
+    """start_gattd(config_name, state_dir=None, env=None, closed_fds=(), prefix=(), args=()) -> Gattd; fails the test
     when the binary is absent. The state directory defaults to one per test; `env` adds variables
     (NOTIFY_SOCKET, WATCHDOG_USEC); an absolute config_name is used as it is; `prefix` is a
     command that execs gattd (`nice -n 5`, `chrt --idle 0`), so the process is still gattd;
     `args` follow `--config` (`--log-level warning`)."""
-    binary = gattd_binary()
-    if not os.access(binary, os.X_OK):
-        pytest.skip("gattd binary not found at %s (build it with `swift build` or set GATTD_BIN)" % binary)
+    gattd_binary()
     started = []
     log_path = str(tmp_path / "gattd.log")
 

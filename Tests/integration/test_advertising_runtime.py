@@ -9,7 +9,7 @@ import subprocess
 import dbus
 import pytest
 
-from conftest import REPO
+from conftest import gattctl_binary
 
 MAIN = "/org/gattd/adv/main"
 BEACON = "/org/gattd/adv/beacon"
@@ -18,7 +18,7 @@ WAIT = dbus.UInt32(10000)
 
 @pytest.fixture
 def ctl(private_bus):
-    binary = os.path.join(REPO, ".build", "debug", "gattctl")
+    binary = gattctl_binary()
     env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=private_bus.address)
 
     def run(*args):

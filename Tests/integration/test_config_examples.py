@@ -12,7 +12,7 @@ import time
 
 import dbus
 
-from conftest import REPO
+from conftest import REPO, gattctl_binary
 from harness import DEVICE, one_by_uuid
 
 EXAMPLES = os.path.join(REPO, "config", "examples")
@@ -124,7 +124,6 @@ NUS = "6e40%04x-b5a3-f393-e0a9-e50e24dcca9e"
 
 
 def test_uart_bridge_carries_writes_to_a_program_and_its_output_back(start_gattd, standin, private_bus):
-    from conftest import gattd_binary
     from harness import Child
     start_gattd(os.path.join(EXAMPLES, "uart-bridge", "uart-bridge.json"))
     standin.call("WaitForApplication", WAIT_MS)
@@ -134,7 +133,7 @@ def test_uart_bridge_carries_writes_to_a_program_and_its_output_back(start_gattd
     program = ["/bin/sh", "-c", 'while IFS= read -r line; do printf "got: %s\\n" "$line"; done']
     bridge = Child([os.path.join(EXAMPLES, "uart-bridge", "nus-bridge"), "--"] + program,
                    env_extra={"DBUS_SYSTEM_BUS_ADDRESS": private_bus.address,
-                              "GATTCTL": os.path.join(os.path.dirname(gattd_binary()), "gattctl")})
+                              "GATTCTL": gattctl_binary()})
     try:
         assert bridge.wait_for_line("nus-bridge: uart-rx <-> uart-tx", 10)
         standin.call("Write", rx, dbus.ByteArray(b"hello\n"), dbus.UInt16(0), MTU, DEVICE, False)
@@ -156,7 +155,6 @@ def test_uart_bridge_resends_what_a_full_queue_refused(start_gattd, standin, pri
     """TX's queue made short (2) and its pacing slow (100 ms): the program's 200 bytes are
     10 pieces, set faster than they leave, so gattd refuses some with QueueFull; the bridge
     sends each again after ReadyToUpdate and the central gets every byte, in order."""
-    from conftest import gattd_binary
     from harness import Child
     with open(os.path.join(EXAMPLES, "uart-bridge", "uart-bridge.json")) as f:
         config = json.load(f)
@@ -173,7 +171,7 @@ def test_uart_bridge_resends_what_a_full_queue_refused(start_gattd, standin, pri
     program = ["/bin/sh", "-c", "read -r line; printf '%s' \"$1\"", "sh", expected.decode()]
     bridge = Child([os.path.join(EXAMPLES, "uart-bridge", "nus-bridge"), "--"] + program,
                    env_extra={"DBUS_SYSTEM_BUS_ADDRESS": private_bus.address,
-                              "GATTCTL": os.path.join(os.path.dirname(gattd_binary()), "gattctl")})
+                              "GATTCTL": gattctl_binary()})
     try:
         assert bridge.wait_for_line("nus-bridge: uart-rx <-> uart-tx", 10)
         standin.call("Write", rx, dbus.ByteArray(b"go\n"), dbus.UInt16(0), MTU, DEVICE, False)

@@ -13,7 +13,7 @@ import subprocess
 import dbus
 import pytest
 
-from conftest import REPO
+from conftest import gattctl_binary
 from harness import DEVICE, Child
 from fixtures import path_of
 
@@ -23,16 +23,10 @@ HR_MEASUREMENT = "2a37"
 DEVICE_LABEL = "12345678-1234-5678-1234-56789abcdef1"
 
 
-def gattctl_binary():
-    return os.environ.get("GATTCTL_BIN", os.path.join(REPO, ".build", "debug", "gattctl"))
-
-
 @pytest.fixture
 def gattctl(private_bus):
     """gattctl(*args) -> CompletedProcess, talking to gattd on the private bus."""
     binary = gattctl_binary()
-    if not os.access(binary, os.X_OK):
-        pytest.skip("gattctl binary not found at %s (build it with `swift build` or set GATTCTL_BIN)" % binary)
     env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=private_bus.address)
 
     def run(*args):

@@ -8,14 +8,14 @@ import os
 import re
 import subprocess
 
-from conftest import REPO
+from conftest import REPO, gattd_binary
 
 DEMO = os.path.join(REPO, "scripts", "demo-standin")
 
 
 def demo(config):
     out = subprocess.run([DEMO, config], capture_output=True, text=True, timeout=120,
-                         env=dict(os.environ, GATTD_BIN=os.path.join(REPO, ".build", "debug", "gattd")))
+                         env=dict(os.environ, GATTD_BIN=gattd_binary()))
     return out.returncode, out.stdout + out.stderr
 
 

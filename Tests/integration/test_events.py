@@ -10,7 +10,7 @@ import os
 import dbus
 import pytest
 
-from conftest import REPO
+from conftest import gattctl_binary
 from harness import DEVICE, Child, one_by_uuid
 
 WAIT = dbus.UInt32(10000)
@@ -22,10 +22,10 @@ def watched(start_gattd, standin, private_bus):
     g = start_gattd("control.json")
     standin.call("WaitForApplication", WAIT)
     assert g.child.wait_for_line("control API ready", 10)
-    watch = Child([os.path.join(REPO, ".build", "debug", "gattctl"), "watch", "--json"],
+    watch = Child([gattctl_binary(), "watch", "--json"],
                   env_extra={"DBUS_SYSTEM_BUS_ADDRESS": private_bus.address})
     assert watch.wait_for_line("watching", 10)
-    gattctl = os.path.join(REPO, ".build", "debug", "gattctl")
+    gattctl = gattctl_binary()
     env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=private_bus.address)
     yield g, watch, gattctl, env
     watch.stop()

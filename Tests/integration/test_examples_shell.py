@@ -5,7 +5,7 @@ import os
 
 import dbus
 
-from conftest import REPO
+from conftest import REPO, gattctl_binary
 from harness import DEVICE, Child, one_by_uuid
 
 LED = "12345678-1234-5678-1234-56789abcb001"
@@ -23,7 +23,7 @@ def test_led_script_switches_the_led_and_publishes_uptime(start_gattd, standin, 
     led_file.write_text("0\n")
     script = Child(["/bin/sh", os.path.join(REPO, "examples", "led.sh")],
                    env_extra={"DBUS_SYSTEM_BUS_ADDRESS": private_bus.address, "LED_PATH": str(led_file),
-                              "INTERVAL": "1", "GATTCTL": os.path.join(REPO, ".build", "debug", "gattctl")})
+                              "INTERVAL": "1", "GATTCTL": gattctl_binary()})
     try:
         values = standin.call("WaitForNotifications", uptime, dbus.UInt32(1), dbus.UInt32(10000))
         assert bytes(values[0]).decode().endswith(" s") and bytes(values[0]) != b"0 s"

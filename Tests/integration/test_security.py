@@ -14,12 +14,11 @@ import dbus.mainloop.glib
 import pytest
 from gi.repository import GLib
 
-from conftest import REPO
+from conftest import REPO, gattctl_binary
 from fixtures import wait_until
 from harness import Child, one_by_uuid
 
 WAIT = dbus.UInt32(10000)
-GATTCTL = os.path.join(REPO, ".build", "debug", "gattctl")
 SECRET = "5ec0de02-1234-5678-1234-56789abc0000"
 ADAPTER = "org.bluez.Adapter1"
 DEVICE = "/org/bluez/hci0/dev_00_11_22_33_44_55"
@@ -45,11 +44,11 @@ def agent_call(standin, member, signature="", *args):
 
 def gattctl(private_bus, *args):
     env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=private_bus.address)
-    return subprocess.run([GATTCTL, *args], capture_output=True, text=True, env=env, timeout=30)
+    return subprocess.run([gattctl_binary(), *args], capture_output=True, text=True, env=env, timeout=30)
 
 
 def watch(private_bus):
-    w = Child([GATTCTL, "watch", "--json"], env_extra={"DBUS_SYSTEM_BUS_ADDRESS": private_bus.address})
+    w = Child([gattctl_binary(), "watch", "--json"], env_extra={"DBUS_SYSTEM_BUS_ADDRESS": private_bus.address})
     assert w.wait_for_line("watching", 10)
     return w
 

@@ -13,7 +13,7 @@ import subprocess
 import dbus
 import pytest
 
-from conftest import CONFIGS, REPO, Gattd
+from conftest import CONFIGS, REPO, Gattd, gattctl_binary
 from fixtures import path_of, print_on_failure, read, write
 from harness import DEVICE, DEVICE2, Child, PrivateBus, Standin
 
@@ -206,7 +206,7 @@ def listed(manager):
 
 def gattctl_list(private_bus):
     env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=private_bus.address)
-    out = subprocess.run([os.path.join(REPO, ".build", "debug", "gattctl"), "list"], capture_output=True, text=True,
+    out = subprocess.run([gattctl_binary(), "list"], capture_output=True, text=True,
                          env=env, timeout=30)
     assert out.returncode == 0, out.stderr
     return {line.split()[0]: line for line in out.stdout.splitlines()}
@@ -240,7 +240,7 @@ def test_gattctl_list_shows_the_sockets_bluetoothd_holds(gattd, standin, manager
 
 
 def watch_events(private_bus):
-    w = Child([os.path.join(REPO, ".build", "debug", "gattctl"), "watch", "--json"],
+    w = Child([gattctl_binary(), "watch", "--json"],
               env_extra={"DBUS_SYSTEM_BUS_ADDRESS": private_bus.address})
     assert w.wait_for_line("watching", 10)
     return w

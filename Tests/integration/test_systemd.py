@@ -202,10 +202,8 @@ def test_sigterm_while_bluetoothd_is_frozen_still_exits_within_2s(start_gattd, s
 def test_control_api_follows_a_reload_that_rebuilds_the_tree(start_gattd, standin, config, notify, private_bus):
     """After a reload replaced the attribute database, gattctl reads and sets the new one."""
     import subprocess
-    from conftest import REPO
-    gattctl = os.environ.get("GATTCTL_BIN", os.path.join(REPO, ".build", "debug", "gattctl"))
-    if not os.access(gattctl, os.X_OK):
-        pytest.skip("gattctl binary not found at %s" % gattctl)
+    from conftest import gattctl_binary
+    gattctl = gattctl_binary()
     env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=private_bus.address)
 
     def ctl(*args):

@@ -3,7 +3,7 @@
 # gattd-core: gattd (built on the host) serves a JSON config on hci0; a real central on hci1
 # checks over the emulated air that what the config says is what it sees.
 # Environment (pass with run-guest --env):
-#   GATTD_BIN     gattd executable (default: the repository's .build/debug/gattd)
+#   GATTD_BIN     gattd executable (required; run-suite --gattd sets it)
 #   GATTD_CONFIG  configuration (default Tests/vm/configs/core.json)
 #   GATTD_CENTRAL_ARGS  extra central.py options (e.g. --no-long-read for a config
 #                 without a value longer than the MTU)

@@ -5,10 +5,11 @@
 OUT=${GATTD_VM_OUT:?}
 ROOT=$(cd "$VM/../.." && pwd)
 
-# scenario_binaries: GATTD_BIN (default: the debug build) and GATTCTL_BIN (default: next to
-# GATTD_BIN), each checked to be executable; a missing one ends the scenario with a FAIL.
+# scenario_binaries: GATTD_BIN (required; Tests/vm/run-suite --gattd sets it) and GATTCTL_BIN
+# (default: next to GATTD_BIN), each checked to be executable; a missing one ends the
+# scenario with a FAIL.
 scenario_binaries() {
-    GATTD_BIN=${GATTD_BIN:-$ROOT/.build/debug/gattd}
+    [ -n "${GATTD_BIN:-}" ] || { echo "FAIL: GATTD_BIN is not set (Tests/vm/run-suite --gattd BIN sets it)"; exit 1; }
     GATTCTL_BIN=${GATTCTL_BIN:-$(dirname "$GATTD_BIN")/gattctl}
     local f
     for f in "$GATTD_BIN" "$GATTCTL_BIN"; do
