@@ -188,6 +188,30 @@ install: release man
 deb: release man
 	VERSION="$(VERSION)" scripts/make-deb $(CURDIR) $(RELEASE_BIN)
 
+.PHONY: release-arm64 deb-arm64 check-deb-arm64 check-lintian-arm64
+# arm64 (README, "Building on an arm64 board"): the same release build cross-compiled with
+# Debian sid's swiftlang 6.2.3 in a root of its own against Debian 12's arm64 libraries
+# (scripts/prepare-arm64 fetches them once into the guest's cache; scripts/build-arm64).
+# The package is the amd64 one's twin; its completions come from the amd64 gattctl.
+ARM64_BIN    := .build-arm64/aarch64-unknown-linux-gnu/release
+ARM64_ENV    = DEB_ARCH=arm64 STRIP=aarch64-linux-gnu-strip COMPLETIONS_GATTCTL=$(CURDIR)/$(RELEASE_BIN)/gattctl \
+	DEB_SYMBOLS_DIRS="$$(scripts/prepare-arm64)/symbols"
+ARM64_RUN    = qemu-aarch64-static -L "$$(scripts/prepare-arm64)/sysroot"
+
+release-arm64: deps
+	$(SUDO) env SWIFT=$(SWIFT) PATH="$$PATH" scripts/build-arm64
+
+# gattd_$(VERSION)_arm64.deb in the repository root.
+deb-arm64: release-arm64 release man
+	$(ARM64_ENV) VERSION="$(VERSION)" scripts/make-deb $(CURDIR) $(ARM64_BIN)
+
+# check-deb and check-lintian on the arm64 package; its binaries run under qemu-user.
+check-deb-arm64: release-arm64 release man
+	$(ARM64_ENV) RUN_TARGET="$(ARM64_RUN)" ALLOW_UNPACKAGED_LIBRARIES=0 scripts/check-deb $(ARM64_BIN)
+
+check-lintian-arm64: release-arm64 release man
+	$(ARM64_ENV) scripts/check-lintian $(ARM64_BIN)
+
 # The real bluetoothd 5.66 in a throwaway QEMU guest with two virtual controllers
 # (Tests/vm/README.md): installs qemu, busybox-static, bluez and the Debian kernel once.
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
