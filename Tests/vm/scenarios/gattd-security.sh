@@ -4,7 +4,7 @@
 # else on the board can see the values. The central is hci1 on the same bluetoothd; it runs
 # its own agent and pairs with Device1.Pair (Tests/vm/security.py), gattd's agent answers
 # for hci0.
-#   just-works (configs/security-jw.json: pairing window 20 s, bondedOnly):
+#   just-works (configs/security-jw.json: pairing window 45 s, bondedOnly):
 #   1. the central pairs while the window is open, reads and writes encrypt-* values and
 #      gets encrypt-notify notifications; `gattctl bonds` lists it; meanwhile a process
 #      running as nobody (Debian's bus policy) and one running as root try to read the
@@ -74,7 +74,7 @@ T_ASKED=$(date +%s.%N)
 status=$("$GATTCTL_BIN" pairing)
 echo "gattctl pairing: $status"
 LEFT=$(sed -n 's/^pairing just-works: open for \([0-9]*\) s$/\1/p' <<<"$status")
-[ -n "$LEFT" ] && [ "$LEFT" -le 20 ] || { echo "FAIL: gattctl pairing does not say the window is open for at most 20 s"; exit 1; }
+[ -n "$LEFT" ] && [ "$LEFT" -le 45 ] || { echo "FAIL: gattctl pairing does not say the window is open for at most 45 s"; exit 1; }
 # Local eavesdroppers: nobody (Debian's default policy) listens for the whole phase.
 APP=/org/gattd/app/locker
 setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -u "$VM/eavesdrop.py" \
@@ -107,7 +107,7 @@ grep -Eq "^objects [0-9]+ objects, 0 values$" "$OUT/eavesdrop-root.log" \
 echo "phase 1 done ($(elapsed) s)"
 
 echo "== 2. the pairing window closes on time"
-wait_for_line "$OUT/watch.log" '^pairing closed' 40 || exit 1
+wait_for_line "$OUT/watch.log" '^pairing closed' 60 || exit 1
 took=$(awk -v a="$T_ASKED" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 # gattctl said LEFT seconds (rounded up) remained; the close is seen within 0.2 s of it.
 awk -v t="$took" -v l="$LEFT" 'BEGIN { exit !(t >= l - 1.5 && t <= l + 3.0) }' \
