@@ -20,13 +20,11 @@ import Logging
 /// - `adapter`, `alias` and `security` take effect at the next start (logged as a warning).
 extension Daemon {
     func reload() {
-        guard !stopping else { return }
-        guard !reloading else {
-            reloadRequested = true
-            return
-        }
-        reloading = true
-        notify { try self.notifier.reloading() }
+        perform(readiness.hangup())
+    }
+
+    /// RELOADING=1 has gone out: read the file and apply it; `readiness` hears how it ended.
+    func reloadConfiguration() {
         logger.info("reloading", metadata: ["config": "\(configPath)"])
         switch ConfigurationFile.load(path: configPath) {
         case .failure(let errors):
@@ -42,22 +40,12 @@ extension Daemon {
             let status =
                 "reload failed: \(plural(count, "error")) in \(configPath); still serving the previous configuration"
             logger.error("\(status)")
-            finishReload(status: status)
+            perform(readiness.reloadFinished(status: .text(status)))
         case .success(let loaded):
             for warning in loaded.warnings {
                 logger.warning("\(warning.located(in: configPath))", metadata: ["config.path": "\(warning.path)"])
             }
             apply(ConfigurationDiff(from: configuration, to: loaded.configuration), loaded.configuration)
-        }
-    }
-
-    /// READY=1 with `status`; starts the reload that was asked for meanwhile, if any.
-    func finishReload(status: String) {
-        reloading = false
-        notify { try self.notifier.ready(status: status) }
-        if reloadRequested {
-            reloadRequested = false
-            reload()
         }
     }
 
@@ -75,15 +63,14 @@ extension Daemon {
             for change in diff.initialValues {
                 if let attribute = database[change.id] { database.redefineInitialValue(attribute, to: change.value) }
             }
-            finishReload(status: statusText(registrar.state))
+            perform(readiness.reloadFinished(status: .current))
             return
         }
         flushState()
         registrar.replaceApplication { [unowned self] in self.rebuildApplication(new) }
         // Registered before: READY=1 once registered again. Nothing was registered (no
         // bluetoothd or adapter): the tree was swapped at once and this sends it now.
-        readyWhenSettled = true
-        sendReadyIfSettled()
+        perform(readiness.reloadAwaitsRegistration(registration))
     }
 
     private func applyAdvertisements(_ diff: ConfigurationDiff) {

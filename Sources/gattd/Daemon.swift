@@ -38,21 +38,15 @@ final class Daemon {
     var updates: UpdateScheduler
     let logger: Logger
     var exitCode: Int32 = 0
-    let notifier = SystemdNotifier()
+    /// systemd's sd_notify (READY=1, STATUS=, ...); not `service.notifier`, which is GATT's.
+    let systemd = SystemdNotifier()
+    /// What systemd has been told and what it waits for; `perform` carries out its actions.
+    var readiness = ReadinessMachine()
     private var signalWatches: [SignalWatch] = []
     private var watchdogTimer: LoopTimer?
-    private var readySent = false
-    private(set) var stopping = false
-    /// A reload is being applied; READY=1 ends it.
-    var reloading = false
-    /// SIGHUP arrived during a reload: reload again once this one is done.
-    var reloadRequested = false
-    /// A reload re-registers the application: send READY=1 when the registrar settles.
-    var readyWhenSettled = false
     /// Bounds the wait for advertisements before READY=1 (the adapter may never offer
-    /// `LEAdvertisingManager1`); fired means "stop waiting for them".
+    /// `LEAdvertisingManager1`); armed and cancelled when `readiness` says so.
     private var advertisementWait: LoopTimer?
-    private var advertisementWaitExpired = false
     /// How long READY=1 waits for bluetoothd's answers about advertisements once the
     /// application is registered.
     static let advertisementReadyTimeout: Duration = .seconds(5)
@@ -205,11 +199,11 @@ final class Daemon {
             signalWatches.append(loop.onSignal(signo) { [unowned self] in self.shutdown() })
         }
         signalWatches.append(loop.onSignal(SIGHUP) { [unowned self] in self.reload() })
-        registrar.onStateChange = { [unowned self] state in self.stateChanged(state) }
-        advertiser.onSettled = { [unowned self] in
-            guard !self.sendReadyIfSettled() else { return }
-            self.notify { try self.notifier.status(self.statusText(self.registrar.state)) }
+        registrar.onStateChange = { [unowned self] state in
+            self.control.registrationChanged(state)
+            self.perform(self.readiness.settlementChanged(self.registration))
         }
+        advertiser.onSettled = { [unowned self] in self.perform(self.readiness.settlementChanged(self.registration)) }
         registrar.onAdapterChange = { [unowned self] path, owner in
             self.security.adapterChanged(path: path.flatMap { try? ObjectPath($0) }, owner: owner)
             if let path, let owner, let objectPath = try? ObjectPath(path) {
@@ -237,10 +231,10 @@ final class Daemon {
         }
         security.start(control: control, centrals: centrals)
         advertiser.onStateChange = { [unowned self] in self.control.advertisementEvent(id: $0, state: $1) }
-        if let interval = notifier.watchdogInterval {
+        if let interval = systemd.watchdogInterval {
             // Pinged from the loop itself: a wedged loop stops the pings and systemd restarts us.
             watchdogTimer = loop.timer(after: interval / 2, repeating: interval / 2) { [unowned self] in
-                self.notify { try self.notifier.watchdog() }
+                self.notify { try self.systemd.watchdog() }
             }
         }
         connection.onDisconnected = { [unowned self] in
@@ -256,42 +250,42 @@ final class Daemon {
         updates.start()
     }
 
-    private func stateChanged(_ state: BlueZRegistrar.State) {
-        control.registrationChanged(state)
-        if !sendReadyIfSettled() { notify { try self.notifier.status(self.statusText(state)) } }
+    /// Where the registrar and the advertiser stand, as `readiness` needs it.
+    var registration: ReadinessMachine.Registration {
+        let state = registrar.state
+        guard state.isSettled else { return .unsettled }
+        guard case .registered = state else { return .settled }
+        return .registered(advertisementsSettled: advertiser.isSettled)
     }
 
-    /// READY=1 (at start, or ending a reload that re-registers) once gattd knows where it
-    /// stands: the registrar has settled and, when the application is registered, every
-    /// enabled advertisement has been accepted or refused (at most
-    /// `advertisementReadyTimeout` later).
-    /// - Returns: whether READY=1 was sent now.
-    @discardableResult
-    func sendReadyIfSettled() -> Bool {
-        guard !readySent || readyWhenSettled else { return false }
-        let state = registrar.state
-        guard state.isSettled else { return false }
-        if case .registered = state, !advertiser.isSettled, !advertisementWaitExpired {
-            if advertisementWait == nil {
+    /// Carries out what `readiness` asked for, in order.
+    func perform(_ actions: [ReadinessMachine.Action]) {
+        for action in actions {
+            switch action {
+            case .ready(.current):
+                notify { try self.systemd.ready(status: self.statusText(self.registrar.state)) }
+            case .ready(.text(let status)):
+                notify { try self.systemd.ready(status: status) }
+            case .status:
+                notify { try self.systemd.status(self.statusText(self.registrar.state)) }
+            case .reloading:
+                notify { try self.systemd.reloading() }
+                reloadConfiguration()
+            case .reloadAgain:
+                reload()
+            case .stopping:
+                stop()
+            case .armAdvertisementWait:
                 advertisementWait = loop.timer(after: Self.advertisementReadyTimeout) { [unowned self] in
                     self.logger.warning("bluetoothd has not answered about the advertisements; reporting ready anyway")
-                    self.advertisementWaitExpired = true
-                    self.sendReadyIfSettled()
+                    self.advertisementWait = nil
+                    self.perform(self.readiness.advertisementWaitExpired(self.registration))
                 }
+            case .cancelAdvertisementWait:
+                advertisementWait?.cancel()
+                advertisementWait = nil
             }
-            return false
         }
-        advertisementWait?.cancel()
-        advertisementWait = nil
-        advertisementWaitExpired = false
-        readySent = true
-        if readyWhenSettled {
-            readyWhenSettled = false
-            finishReload(status: statusText(state))
-        } else {
-            notify { try self.notifier.ready(status: self.statusText(state)) }
-        }
-        return true
     }
 
     /// systemd's STATUS= for a registrar state, e.g. `serving 3 services on hci0,
@@ -307,12 +301,15 @@ final class Daemon {
         do { _ = try send() } catch { logger.warning("sd_notify failed", metadata: ["error": "\(error)"]) }
     }
 
-    /// SIGTERM: unregister, then leave the loop; bounded so systemd never has to kill us.
+    /// SIGTERM or SIGINT: STOPPING=1, once (`readiness`), then `stop`.
     func shutdown() {
-        guard !stopping else { return }
-        stopping = true
+        perform(readiness.terminate())
+    }
+
+    /// Unregisters, then leaves the loop; bounded so systemd never has to kill us.
+    private func stop() {
         logger.info("stopping")
-        notify { try self.notifier.stopping() }
+        notify { try self.systemd.stopping() }
         updates.stop()
         service.writeHooks?.stop()
         flushState()
