@@ -32,8 +32,8 @@ final class Daemon {
     let centrals: CentralWatch
     /// org.gattd.Manager1: the control API for programs on the board (gattctl).
     let control: ControlManager
-    /// The pairing agent, the pairing window and bondedOnly (`security`).
-    let security: SecurityWiring
+    /// The pairing agent, the pairing window and bondedOnly (`configuration.security`).
+    let security: Pairing
     /// Value sources on timers; replaced when a reload rebuilds the tree.
     var updates: UpdateScheduler
     let logger: Logger
@@ -90,7 +90,7 @@ final class Daemon {
         application.onCentralSubscription = { [unowned control] attribute, device, subscribed in
             control.centralSubscriptionEvent(attribute, device: device, subscribed: subscribed)
         }
-        security = try SecurityWiring(
+        security = try Pairing(
             definition: configuration.security, connection: connection, loop: loop, logger: logger)
     }
 

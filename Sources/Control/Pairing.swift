@@ -1,27 +1,30 @@
 // SPDX-License-Identifier: MIT
 
-import BLEModel
-import BlueZ
-import Control
-import DBusKit
+public import BLEModel
+public import BlueZ
+public import DBusKit
 import DaemonCore
-import Logging
-import Mainloop
+public import Logging
+public import Mainloop
 
 /// Pairing (docs/security.md): the agent, the pairing window, the passkey reaching a
-/// person, and `bondedOnly`. Nothing here runs when `security.pairing` is `none`, except
-/// `bondedOnly`, which needs no agent.
-final class SecurityWiring {
-    let definition: SecurityDefinition
-    let agent: PairingAgent?
-    let window: PairingWindow?
+/// person, and `bondedOnly`, carrying out what `PairingPolicy` decides. Nothing here runs
+/// when `security.pairing` is `none`, except `bondedOnly`, which needs no agent.
+public final class Pairing {
+    public let definition: SecurityDefinition
+    public let agent: PairingAgent?
+    public let window: PairingWindow?
+    private let policy: PairingPolicy
     private let loop: EventLoop
     private let logger: Logger
     /// The `onPasskey` program showing the current passkey, if one runs.
     private var passkeyProgram: ChildProcess?
 
-    init(definition: SecurityDefinition, connection: BusConnection, loop: EventLoop, logger: Logger) throws(DBusError) {
+    public init(definition: SecurityDefinition, connection: BusConnection, loop: EventLoop, logger: Logger)
+        throws(DBusError)
+    {
         self.definition = definition
+        policy = PairingPolicy(definition)
         self.loop = loop
         self.logger = logger
         if definition.pairs {
@@ -36,7 +39,7 @@ final class SecurityWiring {
     }
 
     /// Connects the pieces to the control API and starts the first pairing window.
-    func start(control: ControlManager, centrals: CentralWatch) {
+    public func start(control: ControlManager, centrals: CentralWatch) {
         control.security = definition
         control.pairingWindow = window
         control.centrals = centrals
@@ -63,7 +66,7 @@ final class SecurityWiring {
     }
 
     /// The registrar chose an adapter on bluetoothd `owner` (or lost it: nil).
-    func adapterChanged(path: ObjectPath?, owner: String?) {
+    public func adapterChanged(path: ObjectPath?, owner: String?) {
         if let path, let owner {
             // The adapter's settings as found first: registering the agent changes them.
             window?.adapterAvailable(path: path) { [weak agent] in agent?.bluezAvailable(owner: owner) }
@@ -75,11 +78,15 @@ final class SecurityWiring {
 
     /// `bondedOnly`: a central that connects without a bond while pairing is closed is
     /// disconnected at once.
-    func centralConnected(device: String, address: String, centrals: CentralWatch) {
-        guard definition.bondedOnly, !centrals.isBonded(device) else { return }
-        if window?.isOpen == true {
+    public func centralConnected(device: String, address: String, centrals: CentralWatch) {
+        switch policy.admission(bonded: { centrals.isBonded(device) }, pairingOpen: { window?.isOpen == true }) {
+        case .admit:
+            return
+        case .admitToPair:
             logger.info("a central without a bond connected while pairing is open", metadata: ["device": "\(address)"])
             return
+        case .disconnect:
+            break
         }
         logger.notice("disconnecting a central that is not bonded (bondedOnly)", metadata: ["device": "\(address)"])
         centrals.disconnect(device: device) { [logger] error in
@@ -99,24 +106,22 @@ final class SecurityWiring {
         device: String, address: String, passkey: UInt32, control: ControlManager, centrals: CentralWatch
     ) {
         let digits = PairingAgent.format(passkey: passkey)
-        if let program = definition.onPasskey {
+        if let launch = policy.passkeyLaunch(passkey: digits, address: address, devicePath: device) {
             stopPasskeyProgram()
             do {
                 passkeyProgram = try ChildProcess.start(
-                    argv: program.argv,
-                    environment: ["GATTD_PASSKEY": digits, "GATTD_DEVICE": address, "GATTD_DEVICE_PATH": device],
-                    timeout: .milliseconds(program.timeoutMs), loop: loop
+                    argv: launch.argv, environment: launch.environment, timeout: launch.timeout, loop: loop
                 ) { [weak self, logger] finished in
                     self?.passkeyProgram = nil
                     guard finished.outcome != .exited(0) else { return }
                     logger.warning(
                         "passkey program failed",
-                        metadata: ["outcome": "\(finished.outcome)", "program": "\(program.argv[0])"])
+                        metadata: ["outcome": "\(finished.outcome)", "program": "\(launch.argv[0])"])
                 }
             } catch {
                 logger.error(
                     "pairing refused: the passkey program cannot start; disconnecting the central",
-                    metadata: ["program": "\(program.argv[0])", "error": "\(error)", "device": "\(address)"])
+                    metadata: ["program": "\(launch.argv[0])", "error": "\(error)", "device": "\(address)"])
                 centrals.disconnect(device: device) { [logger] error in
                     guard let error else { return }
                     logger.warning(
@@ -139,7 +144,7 @@ final class SecurityWiring {
 
     /// Stops the passkey program, puts the adapter's pairing settings back and unregisters
     /// the agent; `completion` once both answered (each bounded by a 1 s call timeout).
-    func stop(completion: @escaping () -> Void) {
+    public func stop(completion: @escaping () -> Void) {
         stopPasskeyProgram()
         guard let agent, let window else { return completion() }
         var pending = 2
