@@ -5,7 +5,8 @@ public import Logging
 
 /// The one place where the steps of a read and of a write are ordered. Its callers only
 /// translate: the BlueZ layer (a central, through bluetoothd), the control API (a program
-/// on the board), and the value sources; none of them spells the steps out again.
+/// on the board), and the value sources (`update(_:to:origin:)`); none of them spells the
+/// steps out again.
 ///
 /// A write from a central:
 /// 1. validate (permission, offset, resulting length) — a failure is the ATT result;
@@ -55,6 +56,13 @@ public final class RequestService {
 
     private func forwardReady(_ notifier: Notifier) {
         notifier.onReady = { [weak self] attribute in self?.onReadyToUpdate?(attribute) }
+    }
+
+    /// A reload rebuilt the tree: serve `runtime` from now on (`RuntimeFactory.make`).
+    public func serve(_ runtime: Runtime) {
+        replace(
+            database: runtime.database, persistence: runtime.persistence, notifier: runtime.notifier,
+            writeHooks: runtime.writeHooks)
     }
 
     /// A reload rebuilt the tree: serve the new database from now on.
@@ -310,6 +318,23 @@ public final class RequestService {
                 completion(.failure(.notSaved(reason: "\(error)")))
             }
         }
+    }
+
+    // MARK: - Value sources
+
+    /// A value source's reading, rendered: stored with `origin` (`.timer`) when its length
+    /// fits; observers see it (notifications, control-API signals, persistence). No
+    /// permission, hook or handler applies: the value comes from the configuration itself.
+    @inline(__always)
+    public func update(_ attribute: Attribute, to bytes: [UInt8], origin: ValueChangeOrigin) -> Result<Void, GATTError> {
+        database.set(attribute, to: bytes, origin: origin)
+    }
+
+    /// Whether the characteristic's notification queue (`delivery: "all"`) takes another
+    /// value; a value source's tick that finds it full is skipped.
+    @inline(__always)
+    public func hasRoom(_ attribute: Attribute) -> Bool {
+        notifier.hasRoom(attribute)
     }
 
     // MARK: - Subscriptions

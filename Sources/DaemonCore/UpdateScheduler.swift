@@ -17,10 +17,32 @@ public final class UpdateScheduler {
     private let timers: UpdateTimers
     private var started = false
 
-    /// `makeSource` builds the source of each characteristic with an `update`.
-    public init(
+    /// The daemon's: the characteristics of `database`, each value set through `service`
+    /// (which serves `database` by the time the timers start: `RuntimeFactory` builds
+    /// both), and so is the check for room in a notification queue. `makeSource` builds
+    /// the source of each characteristic with an `update`.
+    public convenience init(
+        configuration: Configuration, database: AttributeDatabase, service: RequestService, timers: UpdateTimers,
+        logger: Logger, makeSource: (String, UpdateSource) -> any ValueSource
+    ) {
+        self.init(
+            configuration: configuration, database: database, target: .service(service), timers: timers,
+            logger: logger, makeSource: makeSource)
+    }
+
+    /// The scheduler alone, setting values in `database` directly (tests of the timers).
+    public convenience init(
         configuration: Configuration, database: AttributeDatabase, timers: UpdateTimers, logger: Logger,
         makeSource: (String, UpdateSource) -> any ValueSource
+    ) {
+        self.init(
+            configuration: configuration, database: database, target: .database(database), timers: timers,
+            logger: logger, makeSource: makeSource)
+    }
+
+    private init(
+        configuration: Configuration, database: AttributeDatabase, target: ValueUpdater.Target, timers: UpdateTimers,
+        logger: Logger, makeSource: (String, UpdateSource) -> any ValueSource
     ) {
         self.database = database
         self.timers = timers
@@ -28,7 +50,7 @@ public final class UpdateScheduler {
             guard let update = characteristic.update, let attribute = database[characteristic.id] else { continue }
             let updater = ValueUpdater(
                 attribute: attribute, definition: update, source: makeSource(characteristic.id, update.source),
-                database: database, logger: logger)
+                target: target, logger: logger)
             updaters[characteristic.id] = updater
         }
         database.observeSubscriptions { [weak self] attribute in self?.subscriptionChanged(attribute) }
@@ -65,15 +87,6 @@ public final class UpdateScheduler {
         for updater in updaters.values {
             updater.stop()
             updater.source.cancel()
-        }
-    }
-
-    /// Whether a characteristic's notification queue (`delivery: "all"`) takes another
-    /// value; a tick that finds it full is skipped, so a source loses no reading. Handed
-    /// to every updater, which asks it directly on each tick.
-    public var hasRoom: ((Attribute) -> Bool)? {
-        didSet {
-            for updater in updaters.values { updater.hasRoom = hasRoom }
         }
     }
 

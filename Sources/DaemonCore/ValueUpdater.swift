@@ -17,7 +17,7 @@ public final class ValueUpdater {
     public let attribute: Attribute
     public let definition: UpdateDefinition
     public let source: any ValueSource
-    private let database: AttributeDatabase
+    private let target: Target
     private let failures: FailureLog
     private var cancelTimer: (() -> Void)?
     /// Ticks handled (readings requested).
@@ -26,21 +26,25 @@ public final class ValueUpdater {
     public private(set) var skippedTicks = 0
     /// Values set successfully.
     public private(set) var updates = 0
-    /// Whether the characteristic's notification queue takes another value.
-    public var hasRoom: ((Attribute) -> Bool)?
+    /// Where the values go: the daemon's `RequestService`, which also says whether the
+    /// characteristic's notification queue takes another value; or, for tests of the
+    /// scheduler alone, a bare database (always room).
+    public enum Target {
+        case service(RequestService)
+        case database(AttributeDatabase)
+    }
     /// What a reading lands in; made once, not a new closure (and weak reference) per tick.
     private lazy var landReading: (Result<SourceReading, SourceFailure>) -> Void = { [weak self] result in
         self?.apply(result)
     }
 
     public init(
-        attribute: Attribute, definition: UpdateDefinition, source: any ValueSource, database: AttributeDatabase,
-        logger: Logger
+        attribute: Attribute, definition: UpdateDefinition, source: any ValueSource, target: Target, logger: Logger
     ) {
         self.attribute = attribute
         self.definition = definition
         self.source = source
-        self.database = database
+        self.target = target
         failures = FailureLog(logger: logger, metadata: ["gatt.id": "\(attribute.id)"])
     }
 
@@ -69,7 +73,7 @@ public final class ValueUpdater {
 
     /// One tick; the timer calls it.
     public func tick() {
-        guard !source.isBusy, hasRoom?(attribute) ?? true else {
+        guard !source.isBusy, hasRoom else {
             skippedTicks += 1
             return
         }
@@ -94,7 +98,7 @@ public final class ValueUpdater {
             return
         }
         let origin = ValueChangeOrigin.timer(forceNotify: definition.notifyUnchanged)
-        guard case .success = database.set(attribute, to: bytes, origin: origin) else {
+        guard case .success = set(bytes, origin: origin) else {
             let bounds = "\(attribute.minLength)...\(attribute.maxLength)"
             failures.failed(
                 "rendered value has a length outside the characteristic's bounds; skipped",
@@ -103,6 +107,20 @@ public final class ValueUpdater {
         }
         updates += 1
         failures.succeeded("value source works again")
+    }
+
+    private var hasRoom: Bool {
+        switch target {
+        case .service(let service): service.hasRoom(attribute)
+        case .database: true
+        }
+    }
+
+    private func set(_ bytes: [UInt8], origin: ValueChangeOrigin) -> Result<Void, GATTError> {
+        switch target {
+        case .service(let service): service.update(attribute, to: bytes, origin: origin)
+        case .database(let database): database.set(attribute, to: bytes, origin: origin)
+        }
     }
 
     private func render(_ reading: SourceReading) throws(ValueEncodingError) -> [UInt8] {

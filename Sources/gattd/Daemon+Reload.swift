@@ -61,7 +61,9 @@ extension Daemon {
         guard diff.needsNewApplication else {
             control.reconfigure(configuration: new)
             for change in diff.initialValues {
-                if let attribute = database[change.id] { database.redefineInitialValue(attribute, to: change.value) }
+                if let attribute = runtime.database[change.id] {
+                    runtime.database.redefineInitialValue(attribute, to: change.value)
+                }
             }
             perform(readiness.reloadFinished(status: .current))
             return
@@ -91,36 +93,11 @@ extension Daemon {
         }
     }
 
-    /// Runs while the application is not registered: new database with the written
-    /// values carried over, new persistence, new exported tree.
+    /// Runs while the application is not registered: a new runtime (written values,
+    /// counters and advertisement states carried over), served, exported, the old one stopped.
     private func rebuildApplication(_ new: Configuration) {
-        let newDatabase = AttributeDatabase(configuration: new)
-        for drop in newDatabase.carryOver(from: database) {
-            logger.warning(
-                "a written value does not fit the new configuration",
-                metadata: ["gatt.id": "\(drop.id)", "reason": "\(drop.reason)"])
-        }
-        let old = persistence
-        let newPersistence = Self.makePersistence(
-            configuration: new, database: newDatabase, directory: stateDirectory, loop: loop, logger: logger)
-        for id in new.services.flatMap(\.characteristics).filter({ $0.update != nil }).map(\.id) {
-            if let counter = old.savedCounter(id: id) { newPersistence.recordCounter(counter, id: id) }
-        }
-        for advertisement in new.advertisements {
-            if let enabled = old.savedAdvertisementEnabled(id: advertisement.id) {
-                newPersistence.recordAdvertisementEnabled(enabled, id: advertisement.id)
-            }
-            if let data = old.savedAdvertisementData(id: advertisement.id) {
-                newPersistence.recordAdvertisementData(data, id: advertisement.id)
-            }
-        }
-        service.replace(
-            database: newDatabase, persistence: newPersistence,
-            notifier: Self.makeNotifier(
-                configuration: new, database: newDatabase, mtu: service.mtu, loop: loop, logger: logger),
-            writeHooks: WriteHookRunner(
-                configuration: new, loop: loop, logger: logger,
-                programs: service.writeHooks?.programs ?? WriteHookRunner.Programs()))
+        let next = factory.make(new, after: runtime, for: service)
+        service.serve(next)
         do throws(DBusError) {
             try application.rebuild(configuration: new, service: service)
         } catch {
@@ -130,13 +107,9 @@ extension Daemon {
             loop.stop()
             return
         }
-        updates.stop()
-        updates = Self.makeUpdates(
-            configuration: new, database: newDatabase, persistence: newPersistence, loop: loop, logger: logger)
-        updates.hasRoom = { [unowned service] in service.notifier.hasRoom($0) }
-        updates.start()
-        database = newDatabase
-        persistence = newPersistence
+        runtime.stop()
+        runtime = next
+        runtime.start()
         control.reconfigure(configuration: new)
         flushState()
     }

@@ -16,13 +16,13 @@ import SystemdKit
 final class Daemon {
     let loop: EventLoop
     let connection: BusConnection
-    /// Replaced, with `persistence`, when a reload changes the GATT tree.
-    var database: AttributeDatabase
-    var persistence: Persistence
+    /// The database, persistence, notifier, hooks and value sources of the configuration
+    /// served; replaced when a reload changes the GATT tree (`factory`).
+    var runtime: Runtime
+    let factory: RuntimeFactory
     /// The configuration being served, and where it is read again on SIGHUP.
     var configuration: Configuration
     let configPath: String
-    let stateDirectory: String
     /// DaemonCore's read/write/notify pipeline; BlueZ and Control call it.
     let service: RequestService
     let application: GattApplication
@@ -34,8 +34,6 @@ final class Daemon {
     let control: ControlManager
     /// The pairing agent, the pairing window and bondedOnly (`configuration.security`).
     let security: Pairing
-    /// Value sources on timers; replaced when a reload rebuilds the tree.
-    var updates: UpdateScheduler
     let logger: Logger
     var exitCode: Int32 = 0
     /// systemd's sd_notify (READY=1, STATUS=, ...); not `service.notifier`, which is GATT's.
@@ -60,22 +58,10 @@ final class Daemon {
         self.logger = logger
         self.configuration = configuration
         self.configPath = configPath
-        self.stateDirectory = stateDirectory
-        database = AttributeDatabase(configuration: configuration)
-        persistence = Self.makePersistence(
-            configuration: configuration, database: database, directory: stateDirectory, loop: loop, logger: logger)
-        persistence.restore(from: StateStore(directory: stateDirectory).load())
-        let mtu = MTUTracker()
-        service = RequestService(
-            database: database, persistence: persistence,
-            notifier: Self.makeNotifier(configuration: configuration, database: database, mtu: mtu, loop: loop, logger: logger),
-            writeHooks: WriteHookRunner(configuration: configuration, loop: loop, logger: logger), mtu: mtu,
-            logger: logger)
+        factory = RuntimeFactory(loop: loop, state: .directory(stateDirectory), logger: logger)
+        (service, runtime) = factory.makeService(configuration)
         application = try GattApplication(
             configuration: configuration, service: service, connection: connection, logger: logger)
-        updates = Self.makeUpdates(
-            configuration: configuration, database: database, persistence: persistence, loop: loop, logger: logger)
-        updates.hasRoom = { [unowned service] in service.notifier.hasRoom($0) }
         registrar = BlueZRegistrar(
             connection: connection, application: application, preferredAdapter: adapter, loop: loop, logger: logger)
         advertiser = try Advertiser(configuration: configuration, connection: connection, loop: loop, logger: logger)
@@ -92,49 +78,6 @@ final class Daemon {
         }
         security = try Pairing(
             definition: configuration.security, connection: connection, loop: loop, logger: logger)
-    }
-
-    /// The persistence of `database` in `directory`, with its delayed-save timer on `loop`.
-    /// At start the caller restores the saved state into `database` before anything is
-    /// exported, so the first read after a restart returns the last acknowledged value.
-    static func makePersistence(
-        configuration: Configuration, database: AttributeDatabase, directory: String, loop: EventLoop, logger: Logger
-    ) -> Persistence {
-        let store = StateStore(directory: directory)
-        do throws(StateStoreError) {
-            try store.prepareDirectory()
-        } catch {
-            logger.error(
-                "cannot create the state directory; writes to persistent values will be refused",
-                metadata: ["error": "\(error)"])
-        }
-        // Persistence keeps at most one delayed save pending; its timer lives here.
-        let pending = TimerSlot()
-        let scheduling = PersistenceScheduling(
-            afterIteration: { loop.afterIteration($0) },
-            after: { delay, job in pending.timer = loop.timer(after: delay, job) })
-        let persistence = Persistence(
-            configuration: configuration, database: database, storage: store, scheduling: scheduling, logger: logger)
-        logger.info("state", metadata: ["path": "\(store.path)"])
-        return persistence
-    }
-
-    /// The value sources of `configuration`, writing into `database`.
-    static func makeUpdates(
-        configuration: Configuration, database: AttributeDatabase, persistence: Persistence, loop: EventLoop,
-        logger: Logger
-    ) -> UpdateScheduler {
-        UpdateScheduler(
-            configuration: configuration, database: database, timers: .loop(loop), logger: logger,
-            makeSource: UpdateScheduler.daemonSources(loop: loop, persistence: persistence))
-    }
-
-    /// The notification path of `database`: pacing on the loop, towards the sink the
-    /// application sets. A reload that rebuilds the tree makes a new one; `mtu` carries over.
-    static func makeNotifier(
-        configuration: Configuration, database: AttributeDatabase, mtu: MTUTracker, loop: EventLoop, logger: Logger
-    ) -> Notifier {
-        Notifier(configuration: configuration, database: database, clock: .loop(loop), mtu: mtu, logger: logger)
     }
 
     static func run(
@@ -247,7 +190,7 @@ final class Daemon {
         control.restoreAdvertisementStates()
         control.start()
         registrar.start()
-        updates.start()
+        runtime.start()
     }
 
     /// Where the registrar and the advertiser stand, as `readiness` needs it.
@@ -310,7 +253,7 @@ final class Daemon {
     private func stop() {
         logger.info("stopping")
         notify { try self.systemd.stopping() }
-        updates.stop()
+        runtime.stop()
         service.writeHooks?.stop()
         flushState()
         let deadline = loop.timer(after: .milliseconds(1500)) { [unowned self] in
@@ -335,13 +278,8 @@ final class Daemon {
 
     /// Saves whatever is unsaved (timer values within their delay); cheap when nothing is.
     func flushState() {
-        if case .failure(let error) = persistence.flushNow() {
+        if case .failure(let error) = runtime.persistence?.flushNow() {
             logger.error("cannot save the state at shutdown", metadata: ["error": "\(error)"])
         }
     }
-}
-
-/// Holds the one pending delayed-save timer of `Persistence`.
-private final class TimerSlot {
-    var timer: LoopTimer?
 }

@@ -38,6 +38,7 @@ final class BlueZFixture {
     let clock = ManualClock()
     let configuration: Configuration
     let database: AttributeDatabase
+    let runtime: Runtime
     let service: RequestService
     let application: GattApplication
     let registrar: BlueZRegistrar
@@ -50,14 +51,11 @@ final class BlueZFixture {
         loop = try EventLoop()
         connection = try BusConnection(address: bus.address, loop: loop)
         configuration = try ConfigurationLoader.parse(Array(configurationText.utf8)).get().configuration
-        database = AttributeDatabase(configuration: configuration)
-        let mtu = MTUTracker()
         let logger = quietLogger
-        service = RequestService(
-            database: database, persistence: nil,
-            notifier: Notifier(
-                configuration: configuration, database: database, clock: clock.clock, mtu: mtu, logger: logger),
-            writeHooks: nil, mtu: mtu, logger: logger)
+        // As the daemon builds it, with nothing saved and notifications paced by `clock`.
+        let factory = RuntimeFactory(loop: loop, state: .none, clock: clock.clock, logger: logger)
+        (service, runtime) = factory.makeService(configuration)
+        database = runtime.database
         application = try GattApplication(
             configuration: configuration, service: service, connection: connection, logger: logger)
         registrar = BlueZRegistrar(

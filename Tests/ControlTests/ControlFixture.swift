@@ -33,6 +33,7 @@ final class ControlFixture {
     let database: AttributeDatabase
     let storage = MemoryStorage()
     let persistence: Persistence
+    let runtime: Runtime
     let service: RequestService
     let advertiser: Advertiser
     let manager: ControlManager
@@ -43,26 +44,20 @@ final class ControlFixture {
         server = try BusConnection(address: bus.address, loop: loop)
         client = try BusConnection(address: bus.address, loop: loop)
         configuration = try ConfigurationLoader.parse(Array(Self.configurationText.utf8)).get().configuration
-        database = AttributeDatabase(configuration: configuration)
-        let loop = self.loop
-        let scheduling = PersistenceScheduling(
-            afterIteration: { loop.afterIteration($0) }, after: { delay, job in _ = loop.timer(after: delay, job) })
-        persistence = Persistence(
-            configuration: configuration, database: database, storage: storage, scheduling: scheduling,
-            logger: Logger(label: "test"))
+        var saved: StateLoadResult?
         if !savedAdvertisements.isEmpty {
             var document = StateDocument()
             document.advertisements = savedAdvertisements
-            persistence.restore(from: .loaded(document))
+            saved = .loaded(document)
         }
+        // As the daemon builds it, with the state in `storage`.
+        let factory = RuntimeFactory(
+            loop: loop, state: .storage(storage, saved: saved), logger: Logger(label: "test"))
+        (service, runtime) = factory.makeService(configuration)
+        database = runtime.database
+        guard let persistence = runtime.persistence else { throw FixtureError.noPersistence }
+        self.persistence = persistence
         advertiser = try Advertiser(configuration: configuration, connection: server, loop: loop, logger: Logger(label: "test"))
-        let mtu = MTUTracker()
-        service = RequestService(
-            database: database, persistence: persistence,
-            notifier: Notifier(
-                configuration: configuration, database: database, clock: .loop(loop), mtu: mtu,
-                logger: Logger(label: "test")),
-            writeHooks: nil, mtu: mtu, logger: Logger(label: "test"))
         manager = ControlManager(
             configuration: configuration, service: service, advertiser: advertiser, connection: server,
             version: "test-1", logger: Logger(label: "test"))
@@ -111,6 +106,11 @@ final class ControlFixture {
         guard case .success(let values)? = call("GetStatus") else { return nil }
         return values.first?.variantDictionaryValue(name)
     }
+}
+
+enum FixtureError: Error {
+    /// The factory built no persistence although it was given a storage.
+    case noPersistence
 }
 
 /// Signals the client received, in order.

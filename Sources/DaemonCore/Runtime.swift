@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: MIT
+
+public import BLEModel
+public import Logging
+public import Mainloop
+
+/// Everything that serves one configuration: the attribute database, its persistence,
+/// the notification path, the `onWrite` hooks and the value sources. `RuntimeFactory`
+/// builds one at start and a new one on each reload that rebuilds the GATT tree; the
+/// `RequestService` serves one at a time (`RequestService.serve(_:)`).
+public final class Runtime {
+    public let configuration: Configuration
+    public let database: AttributeDatabase
+    /// Nil: nothing is saved, and writes do not wait for the disk.
+    public let persistence: Persistence?
+    public let notifier: Notifier
+    public let writeHooks: WriteHookRunner
+    /// The timed updates (`update`), each setting its value through the service.
+    public let updates: UpdateScheduler
+
+    init(
+        configuration: Configuration, database: AttributeDatabase, persistence: Persistence?, notifier: Notifier,
+        writeHooks: WriteHookRunner, updates: UpdateScheduler
+    ) {
+        self.configuration = configuration
+        self.database = database
+        self.persistence = persistence
+        self.notifier = notifier
+        self.writeHooks = writeHooks
+        self.updates = updates
+    }
+
+    /// Starts the value sources' timers (those that should run now).
+    public func start() { updates.start() }
+
+    /// Stops the value sources; readings under way are cancelled.
+    public func stop() { updates.stop() }
+}
+
+/// Builds the `Runtime` of a configuration, the same way in the daemon and in the test
+/// fixtures: a new characteristic key that needs a piece at run time is wired here.
+public struct RuntimeFactory {
+    /// Where the state is kept.
+    public enum StateKeeping {
+        /// Nothing is saved or restored.
+        case none
+        /// `StateStore` in this directory, created if missing; the first runtime restores it.
+        case directory(String)
+        /// This storage; the first runtime restores `saved`, if given.
+        case storage(any StateStorage, saved: StateLoadResult?)
+    }
+
+    public let loop: EventLoop
+    public let state: StateKeeping
+    /// Paces notifications (the loop's clock, or a test's).
+    public let clock: PacerClock
+    /// The value sources' timers.
+    public let timers: UpdateTimers
+    /// Learns the MTU from centrals' requests; one for the daemon's life, so it carries over.
+    public let mtu: MTUTracker
+    public let logger: Logger
+
+    public init(
+        loop: EventLoop, state: StateKeeping, clock: PacerClock? = nil, timers: UpdateTimers? = nil,
+        mtu: MTUTracker = MTUTracker(), logger: Logger
+    ) {
+        self.loop = loop
+        self.state = state
+        self.clock = clock ?? .loop(loop)
+        self.timers = timers ?? .loop(loop)
+        self.mtu = mtu
+        self.logger = logger
+    }
+
+    /// The first runtime, with the saved state restored before anything is exported (so
+    /// the first read after a restart returns the last acknowledged value), and the
+    /// service that serves it. Its value sources are not started (`Runtime.start`).
+    public func makeService(_ configuration: Configuration) -> (service: RequestService, runtime: Runtime) {
+        let database = AttributeDatabase(configuration: configuration)
+        let persistence = makePersistence(configuration, database)
+        switch state {
+        case .none: break
+        case .directory(let directory): persistence?.restore(from: StateStore(directory: directory).load())
+        case .storage(_, let saved): if let saved { persistence?.restore(from: saved) }
+        }
+        let notifier = Notifier(configuration: configuration, database: database, clock: clock, mtu: mtu, logger: logger)
+        let writeHooks = WriteHookRunner(configuration: configuration, loop: loop, logger: logger)
+        let service = RequestService(
+            database: database, persistence: persistence, notifier: notifier, writeHooks: writeHooks, mtu: mtu,
+            logger: logger)
+        let runtime = Runtime(
+            configuration: configuration, database: database, persistence: persistence, notifier: notifier,
+            writeHooks: writeHooks, updates: makeUpdates(configuration, database, persistence, service))
+        return (service, runtime)
+    }
+
+    /// The runtime of a reloaded configuration that rebuilds the tree, carrying over from
+    /// `previous`: written values that still fit (the others are logged and dropped), the
+    /// counters of characteristics that still have an `update`, the advertisements' saved
+    /// on/off states and data, and the `onWrite` programs still running. Not yet served:
+    /// `service.serve(runtime)`, then `previous.stop()` and `runtime.start()`.
+    public func make(_ configuration: Configuration, after previous: Runtime, for service: RequestService) -> Runtime {
+        let database = AttributeDatabase(configuration: configuration)
+        for drop in database.carryOver(from: previous.database) {
+            logger.warning(
+                "a written value does not fit the new configuration",
+                metadata: ["gatt.id": "\(drop.id)", "reason": "\(drop.reason)"])
+        }
+        let persistence = makePersistence(configuration, database)
+        if let old = previous.persistence, let persistence {
+            for id in configuration.services.flatMap(\.characteristics).filter({ $0.update != nil }).map(\.id) {
+                if let counter = old.savedCounter(id: id) { persistence.recordCounter(counter, id: id) }
+            }
+            for advertisement in configuration.advertisements {
+                if let enabled = old.savedAdvertisementEnabled(id: advertisement.id) {
+                    persistence.recordAdvertisementEnabled(enabled, id: advertisement.id)
+                }
+                if let data = old.savedAdvertisementData(id: advertisement.id) {
+                    persistence.recordAdvertisementData(data, id: advertisement.id)
+                }
+            }
+        }
+        let notifier = Notifier(configuration: configuration, database: database, clock: clock, mtu: mtu, logger: logger)
+        let writeHooks = WriteHookRunner(
+            configuration: configuration, loop: loop, logger: logger, programs: previous.writeHooks.programs)
+        return Runtime(
+            configuration: configuration, database: database, persistence: persistence, notifier: notifier,
+            writeHooks: writeHooks, updates: makeUpdates(configuration, database, persistence, service))
+    }
+
+    /// The persistence of `database`, with its delayed-save timer on the loop.
+    private func makePersistence(_ configuration: Configuration, _ database: AttributeDatabase) -> Persistence? {
+        let storage: any StateStorage
+        switch state {
+        case .none:
+            return nil
+        case .storage(let given, _):
+            storage = given
+        case .directory(let directory):
+            let store = StateStore(directory: directory)
+            do throws(StateStoreError) {
+                try store.prepareDirectory()
+            } catch {
+                logger.error(
+                    "cannot create the state directory; writes to persistent values will be refused",
+                    metadata: ["error": "\(error)"])
+            }
+            storage = store
+        }
+        let persistence = Persistence(
+            configuration: configuration, database: database, storage: storage, scheduling: .loop(loop), logger: logger)
+        if case .directory(let directory) = state {
+            logger.info("state", metadata: ["path": "\(StateStore(directory: directory).path)"])
+        }
+        return persistence
+    }
+
+    /// The value sources of `configuration`: counters resume from and record to
+    /// `persistence`; every value, and the check for room in a notification queue, goes
+    /// through `service`.
+    private func makeUpdates(
+        _ configuration: Configuration, _ database: AttributeDatabase, _ persistence: Persistence?,
+        _ service: RequestService
+    ) -> UpdateScheduler {
+        UpdateScheduler(
+            configuration: configuration, database: database, service: service, timers: timers, logger: logger,
+            makeSource: UpdateScheduler.daemonSources(loop: loop, persistence: persistence))
+    }
+}
+
+extension PersistenceScheduling {
+    /// Delayed saves on `loop`'s timers, after-iteration flushes on `loop`.
+    public static func loop(_ loop: EventLoop) -> PersistenceScheduling {
+        // Persistence keeps at most one delayed save pending; its timer lives here.
+        let pending = TimerSlot()
+        return PersistenceScheduling(
+            afterIteration: { loop.afterIteration($0) },
+            after: { delay, job in pending.timer = loop.timer(after: delay, job) })
+    }
+}
+
+/// Holds the one pending delayed-save timer of `Persistence`.
+private final class TimerSlot {
+    var timer: LoopTimer?
+}
