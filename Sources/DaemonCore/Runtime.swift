@@ -9,7 +9,6 @@ public import Mainloop
 /// builds one at start and a new one on each reload that rebuilds the GATT tree; the
 /// `RequestService` serves one at a time (`RequestService.serve(_:)`).
 public final class Runtime {
-    public let configuration: Configuration
     public let database: AttributeDatabase
     /// Nil: nothing is saved, and writes do not wait for the disk.
     public let persistence: Persistence?
@@ -19,10 +18,9 @@ public final class Runtime {
     public let updates: UpdateScheduler
 
     init(
-        configuration: Configuration, database: AttributeDatabase, persistence: Persistence?, notifier: Notifier,
-        writeHooks: WriteHookRunner, updates: UpdateScheduler
+        database: AttributeDatabase, persistence: Persistence?, notifier: Notifier, writeHooks: WriteHookRunner,
+        updates: UpdateScheduler
     ) {
-        self.configuration = configuration
         self.database = database
         self.persistence = persistence
         self.notifier = notifier
@@ -89,7 +87,7 @@ public struct RuntimeFactory {
             database: database, persistence: persistence, notifier: notifier, writeHooks: writeHooks, mtu: mtu,
             logger: logger)
         let runtime = Runtime(
-            configuration: configuration, database: database, persistence: persistence, notifier: notifier,
+            database: database, persistence: persistence, notifier: notifier,
             writeHooks: writeHooks, updates: makeUpdates(configuration, database, persistence, service))
         return (service, runtime)
     }
@@ -124,13 +122,14 @@ public struct RuntimeFactory {
         let writeHooks = WriteHookRunner(
             configuration: configuration, loop: loop, logger: logger, programs: previous.writeHooks.programs)
         return Runtime(
-            configuration: configuration, database: database, persistence: persistence, notifier: notifier,
+            database: database, persistence: persistence, notifier: notifier,
             writeHooks: writeHooks, updates: makeUpdates(configuration, database, persistence, service))
     }
 
     /// The persistence of `database`, with its delayed-save timer on the loop.
     private func makePersistence(_ configuration: Configuration, _ database: AttributeDatabase) -> Persistence? {
         let storage: any StateStorage
+        var statePath: String?
         switch state {
         case .none:
             return nil
@@ -146,12 +145,11 @@ public struct RuntimeFactory {
                     metadata: ["error": "\(error)"])
             }
             storage = store
+            statePath = store.path
         }
         let persistence = Persistence(
             configuration: configuration, database: database, storage: storage, scheduling: .loop(loop), logger: logger)
-        if case .directory(let directory) = state {
-            logger.info("state", metadata: ["path": "\(StateStore(directory: directory).path)"])
-        }
+        if let statePath { logger.info("state", metadata: ["path": "\(statePath)"]) }
         return persistence
     }
 
