@@ -50,7 +50,7 @@ public final class Advertiser {
     let connection: BusConnection
     /// The release back-off's timers and the clock `Timeout` is measured on: the loop's in
     /// the daemon, a manual clock in tests.
-    let clock: PacerClock
+    let clock: LoopClock
     let logger: Logger
     let alias: String?
     var slots: [Slot] = []
@@ -77,7 +77,7 @@ public final class Advertiser {
 
     public init(
         configuration: Configuration, connection: BusConnection, loop: EventLoop, logger: Logger,
-        clock: PacerClock? = nil
+        clock: LoopClock? = nil
     ) throws(DBusError) {
         self.connection = connection
         self.clock = clock ?? .loop(loop)

@@ -39,7 +39,7 @@ public final class BlueZRegistrar {
     private let application: GattApplication
     private let preferredAdapter: String?
     /// The retry back-off's timers: the loop's in the daemon, a manual clock in tests.
-    private let clock: PacerClock
+    private let clock: LoopClock
     private let logger: Logger
     private var subscriptions: [SignalSubscription] = []
     /// Bumped whenever BlueZ or the adapter changes, so replies to older attempts are ignored.
@@ -58,7 +58,7 @@ public final class BlueZRegistrar {
 
     public init(
         connection: BusConnection, application: GattApplication, preferredAdapter: String?,
-        loop: EventLoop, logger: Logger, clock: PacerClock? = nil
+        loop: EventLoop, logger: Logger, clock: LoopClock? = nil
     ) {
         self.connection = connection
         self.application = application

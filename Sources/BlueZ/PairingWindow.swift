@@ -27,7 +27,7 @@ public final class PairingWindow {
     private let connection: BusConnection
     private let logger: Logger
     /// The window's time and its closing timer: the loop's in the daemon, a manual clock in tests.
-    private let clock: PacerClock
+    private let clock: LoopClock
     /// When the window closes (window policy); nil when closed or for always/never.
     private var deadline: ContinuousClock.Instant?
     /// Cancels the closing timer while the window is open.
@@ -46,7 +46,7 @@ public final class PairingWindow {
 
     public init(
         policy: SecurityDefinition.Pairable, connection: BusConnection, loop: EventLoop, logger: Logger,
-        clock: PacerClock? = nil
+        clock: LoopClock? = nil
     ) {
         self.policy = policy
         self.connection = connection

@@ -9,7 +9,7 @@ public import Logging
 /// Per characteristic, notifications keep to slots `interval(for:)` apart: the
 /// characteristic's `notifyIntervalMs`, or `defaultInterval` (10 ms: never more than 100
 /// per second, and longer than the 7.5 ms minimum connection interval) when it is absent
-/// or 0. Times are *due* times (`PacerClock.due`): a change made by a timer's tick (a value
+/// or 0. Times are *due* times (`LoopClock.due`): a change made by a timer's tick (a value
 /// source) counts from the instant the tick was due, however late the loop ran it; any
 /// other change from when it is handled. Each send moves the next slot one interval on
 /// (so the long-run rate never exceeds one per interval), but never less than half an
@@ -46,7 +46,7 @@ public final class NotificationPacer {
     }
 
     private let intervals: [String: Duration]
-    private let clock: PacerClock
+    private let clock: LoopClock
     private let mtu: MTUTracker
     private let logger: Logger
     private let send: (Attribute) -> Bool
@@ -61,7 +61,7 @@ public final class NotificationPacer {
     /// `send` emits the attribute's current value (PropertiesChanged) and says whether it
     /// went out; one that did not leaves the slot free.
     public init(
-        configuration: Configuration, clock: PacerClock, mtu: MTUTracker, logger: Logger,
+        configuration: Configuration, clock: LoopClock, mtu: MTUTracker, logger: Logger,
         send: @escaping (Attribute) -> Bool
     ) {
         var intervals: [String: Duration] = [:]

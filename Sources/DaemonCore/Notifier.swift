@@ -74,7 +74,7 @@ public final class Notifier {
     public weak var sink: (any NotificationSink)?
     /// A characteristic whose `SetValue` was refused for a full queue has room again.
     public var onReady: ((Attribute) -> Void)?
-    private let clock: PacerClock
+    private let clock: LoopClock
     private let logger: Logger
     /// Lanes of characteristics with `delivery: "all"` or indications only; the others
     /// take the pacer's path alone. Read through `findLane(_:)`.
@@ -85,7 +85,7 @@ public final class Notifier {
     public private(set) var unconfirmedCount = 0
 
     public init(
-        configuration: Configuration, database: AttributeDatabase, clock: PacerClock, mtu: MTUTracker, logger: Logger
+        configuration: Configuration, database: AttributeDatabase, clock: LoopClock, mtu: MTUTracker, logger: Logger
     ) {
         self.clock = clock
         self.logger = logger

@@ -51,7 +51,7 @@ public struct RuntimeFactory {
     public let loop: EventLoop
     public let state: StateKeeping
     /// Paces notifications (the loop's clock, or a test's).
-    public let clock: PacerClock
+    public let clock: LoopClock
     /// The value sources' timers.
     public let timers: UpdateTimers
     /// Learns the MTU from centrals' requests; one for the daemon's life, so it carries over.
@@ -59,7 +59,7 @@ public struct RuntimeFactory {
     public let logger: Logger
 
     public init(
-        loop: EventLoop, state: StateKeeping, clock: PacerClock? = nil, timers: UpdateTimers? = nil,
+        loop: EventLoop, state: StateKeeping, clock: LoopClock? = nil, timers: UpdateTimers? = nil,
         mtu: MTUTracker = MTUTracker(), logger: Logger
     ) {
         self.loop = loop

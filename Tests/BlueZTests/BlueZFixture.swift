@@ -135,8 +135,8 @@ final class ManualClock {
     private var pending: [(at: ContinuousClock.Instant, order: Int, job: () -> Void)] = []
     private var order = 0
 
-    var clock: PacerClock {
-        PacerClock(
+    var clock: LoopClock {
+        LoopClock(
             now: { [unowned self] in self.now },
             at: { [unowned self] instant, job in
                 self.order += 1

@@ -50,8 +50,8 @@ final class ManualClock {
     private var order = 0
     private var running: ContinuousClock.Instant?
 
-    var clock: PacerClock {
-        PacerClock(
+    var clock: LoopClock {
+        LoopClock(
             now: { [unowned self] in self.now },
             at: { [unowned self] instant, job in
                 self.order += 1

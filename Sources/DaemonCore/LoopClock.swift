@@ -5,7 +5,7 @@ public import Mainloop
 /// The time source and one-shot timers of `NotificationPacer` and of the BlueZ module's
 /// back-offs and pairing window (registrar, advertiser, `PairingWindow`): the loop's
 /// monotonic clock in the daemon, a manual clock in tests.
-public struct PacerClock {
+public struct LoopClock {
     public var now: () -> ContinuousClock.Instant
     /// Runs the closure once at the instant; returns the function that cancels it.
     public var at: (ContinuousClock.Instant, @escaping () -> Void) -> () -> Void
@@ -24,8 +24,8 @@ public struct PacerClock {
         self.due = due ?? now
     }
 
-    public static func loop(_ loop: EventLoop) -> PacerClock {
-        PacerClock(
+    public static func loop(_ loop: EventLoop) -> LoopClock {
+        LoopClock(
             now: { ContinuousClock.now },
             at: { instant, job in
                 let timer = loop.timer(at: instant, job)
