@@ -234,7 +234,15 @@ def main():
     parser.add_argument('--peer', required=True)
     parser.add_argument('--gattctl', required=True)
     args = parser.parse_args()
-    run(lambda: plan(args))
+
+    def checked():
+        try:
+            plan(args)
+        except AttError as e:
+            raise CheckFailed('unexpected %s' % e) from e
+        except OSError as e:  # a timeout or a dropped link
+            raise CheckFailed('ATT channel: %s' % e) from e
+    run(checked)
 
 
 if __name__ == '__main__':
