@@ -10,7 +10,8 @@ public import Logging
 ///
 /// A write from a central:
 /// 1. validate (permission, offset, resulting length) — a failure is the ATT result;
-/// 2. `prepare-authorize` only asks: answered by the validation alone;
+/// 2. `prepare-authorize` only asks: answered by the validation alone (without the
+///    length bounds: it carries no data, the final length is checked at Execute Write);
 /// 3. decide: the program's handler that claimed the attribute, else a deciding
 ///    `onWrite` hook, accepts or refuses; the value is stored only if accepted (a handler
 ///    that does not answer in time gets the attribute's fallback, and so does an attribute
@@ -265,6 +266,14 @@ public final class RequestService {
 
     private func validate(_ attribute: Attribute, count: Int, _ request: AttributeRequest) -> Result<Void, GATTError> {
         switch request.caller {
+        case .central where request.prepareAuthorize:
+            // bluetoothd asks before queueing the first piece and sends no data (5.66, 5.82:
+            // `prep_write_cb` writes NULL, 0): the final length is checked at Execute Write,
+            // so only the permission, the offset and the ceiling are checked here.
+            guard attribute.access.isWritable else { return .failure(.writeNotPermitted) }
+            guard request.offset <= attribute.value.count else { return .failure(.invalidOffset) }
+            guard request.offset + count <= attribute.maxLength else { return .failure(.invalidAttributeValueLength) }
+            return .success(())
         case .central:
             return database.validateWrite(attribute, count: count, offset: request.offset)
         case .control:

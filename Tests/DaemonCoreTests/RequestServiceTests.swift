@@ -109,7 +109,13 @@ struct RequestServiceTests {
     func prepareAuthorize() throws {
         let f = try Fixture()
         #expect(f.write("label", [1, 2, 3], AttributeRequest(offset: 2, prepareAuthorize: true)).map(Verdict.init) == .accepted)
-        #expect(f.write("label", [1], AttributeRequest(prepareAuthorize: true)).map(Verdict.init) == .failed(.refused(.invalidAttributeValueLength)))
+        // What bluetoothd sends (no data) is not held to minLength: the final length is
+        // checked when the pieces arrive at Execute Write.
+        #expect(f.write("label", [], AttributeRequest(prepareAuthorize: true)).map(Verdict.init) == .accepted)
+        #expect(f.write("label", [1], AttributeRequest(prepareAuthorize: true)).map(Verdict.init) == .accepted)
+        #expect(f.write("label", [], AttributeRequest(offset: 6, prepareAuthorize: true)).map(Verdict.init) == .failed(.refused(.invalidOffset)))
+        #expect(f.write("label", Array(repeating: 1, count: 9), AttributeRequest(prepareAuthorize: true)).map(Verdict.init) == .failed(.refused(.invalidAttributeValueLength)))
+        #expect(f.write("status", [], AttributeRequest(prepareAuthorize: true)).map(Verdict.init) == .failed(.refused(.writeNotPermitted)))
         #expect(f.database["label"]!.value == Array("hello".utf8))
         #expect(f.iterationEnd.isEmpty, "nothing to save")
     }

@@ -5,7 +5,8 @@
                        [--refuse ID=ATTNAME] [--error-name ID=NAME] [--wrong-type ID]
 
 Prints `registered` once RegisterHandler succeeded (or `refused NAME: MESSAGE` and exits 3),
-and `read ID` / `write ID HEX` as each request arrives, before it answers.
+and `read ID offset=N` / `write ID HEX reply=B offset=N` as each request arrives, before it
+answers.
 """
 
 import argparse
@@ -55,7 +56,8 @@ class Handler(dbus.service.Object):
 
     @dbus.service.method("org.gattd.Handler1", in_signature="saya{sv}", out_signature=None)
     def Write(self, characteristic, value, request):
-        print("write %s %s reply=%s" % (characteristic, bytes(value).hex(), bool(request.get("expects-reply"))),
+        print("write %s %s reply=%s offset=%d"
+              % (characteristic, bytes(value).hex(), bool(request.get("expects-reply")), request.get("offset", 0)),
               flush=True)
         self._fail(characteristic)
         if characteristic in self.wrong_type:
