@@ -107,7 +107,7 @@ public struct DoctorReport: Sendable {
         let conf = facts.mainConf
         guard let settings = conf.settings else {
             let reason = conf.unreadableReason ?? "unknown reason"
-            let hint = reason.contains("Permission denied") ? " (run --doctor as root to read it)" : ""
+            let hint = reason.includes("Permission denied") ? " (run --doctor as root to read it)" : ""
             return ["main.conf (\(conf.path), \(conf.origin)): not read: \(reason); its settings are unknown\(hint)"]
         }
         var lines = ["main.conf (\(conf.path), \(conf.origin)):"]

@@ -30,7 +30,7 @@ public struct KnownProblem: Sendable {
         /// no error name (`""`): then the message decides.
         public func matches(_ refusal: Refusal) -> Bool {
             refusal.subject == subject && (refusal.errorName.isEmpty || refusal.errorName == errorName)
-                && refusal.message.contains(message)
+                && refusal.message.includes(message)
         }
     }
 

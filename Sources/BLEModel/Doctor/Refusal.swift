@@ -20,3 +20,19 @@ public struct Refusal: Equatable, Sendable {
         self.message = message
     }
 }
+
+extension String {
+    /// Whether `part` occurs in the string, compared byte for byte (UTF-8). The standard
+    /// `contains(_:)` for a string argument lives in _StringProcessing, which would link
+    /// about 1 MB of regular-expression code into gattd for two look-ups in error text.
+    func includes(_ part: String) -> Bool {
+        let haystack = Array(utf8)
+        let needle = Array(part.utf8)
+        guard !needle.isEmpty else { return true }
+        guard needle.count <= haystack.count else { return false }
+        for start in 0...(haystack.count - needle.count) where haystack[start] == needle[0] {
+            if haystack[start..<start + needle.count].elementsEqual(needle) { return true }
+        }
+        return false
+    }
+}
