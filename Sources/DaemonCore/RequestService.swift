@@ -55,8 +55,16 @@ public final class RequestService {
         handlers.apply(to: database)
     }
 
+    /// Only the notifier being served forwards to this service, and it stops before the
+    /// service goes (`deinit`), so the closure holds the service unowned(unsafe): a weak
+    /// reference would give the service a side table, and every retain of it (two on each
+    /// value source's tick, which calls `update` and `hasRoom`) would take the slow path.
     private func forwardReady(_ notifier: Notifier) {
-        notifier.onReady = { [weak self] attribute in self?.onReadyToUpdate?(attribute) }
+        notifier.onReady = { [unowned(unsafe) self] attribute in self.onReadyToUpdate?(attribute) }
+    }
+
+    deinit {
+        notifier.onReady = nil
     }
 
     /// A reload rebuilt the tree: serve `runtime` from now on (`RuntimeFactory.make`).
@@ -72,6 +80,7 @@ public final class RequestService {
     ) {
         self.database = database
         self.persistence = persistence
+        self.notifier.onReady = nil
         self.notifier = notifier
         self.writeHooks = writeHooks
         forwardReady(notifier)
