@@ -43,11 +43,26 @@ stop_gattd() {
     kill -TERM "$gattd"; wait "$gattd"; local rc=$?
     [ $rc = 0 ] || { echo "FAIL: gattd exited $rc after SIGTERM"; exit 1; }
 }
-# serving N: gattd registered its application, agent and advertisement N times in all.
+# serving: since the last "--- " line in gattd.log (a start of gattd, or of bluetoothd)
+# gattd registered its application, agent and advertisement, and it still runs. (Counting
+# registrations in all was fooled by an extra one after an earlier disruption: phase 6
+# then checked the adapter before the new gattd had done anything.)
+since_mark() { awk -v re="$2" '/^--- /{n=0; next} $0 ~ re {n++} END {print n+0}' "$1"; }
+wait_since_mark() { # FILE REGEX SECONDS
+    local deadline=$(( $(date +%s) + $3 ))
+    until [ "$(since_mark "$1" "$2")" -ge 1 ]; do
+        if [ "$(date +%s)" -ge "$deadline" ]; then
+            echo "FAIL: no '$2' in $(basename "$1") since the last start, after $3 s"
+            tail -n 15 "$1" | sed 's/^/    /'
+            return 1
+        fi
+        sleep 0.2
+    done
+}
 serving() {
-    wait_count "$OUT/gattd.log" 'GATT application registered' "$1" 90 || exit 1
-    wait_count "$OUT/gattd.log" 'pairing agent registered' "$1" 30 || exit 1
-    wait_count "$OUT/gattd.log" 'advertisement registered' "$1" 60 || exit 1
+    wait_since_mark "$OUT/gattd.log" 'GATT application registered' 90 || exit 1
+    wait_since_mark "$OUT/gattd.log" 'pairing agent registered' 30 || exit 1
+    wait_since_mark "$OUT/gattd.log" 'advertisement registered' 60 || exit 1
     kill -0 "$gattd" 2>/dev/null || { echo "FAIL: gattd exited"; tail "$OUT/gattd.log"; exit 1; }
 }
 central() { /usr/bin/python3 -u "$VM/security.py" "$@" --adapter hci1 --peer "$HCI0_ADDR" --gattctl "$GATTCTL_BIN"; }
@@ -66,7 +81,7 @@ echo "hci0 Pairable before gattd: $FOUND_PAIRABLE"
 echo "== 1. just-works: the central pairs while the window is open"
 "$GATTCTL_BIN" --version >/dev/null || exit 1
 start_gattd
-serving 1
+serving
 "$GATTCTL_BIN" watch >"$OUT/watch.log" 2>"$OUT/watch.err" & pids+=($!)
 wait_for_line "$OUT/watch.err" '^watching' 30 || exit 1
 expect_pairable true "the pairing window is open after start"
@@ -129,15 +144,16 @@ central bonded --expect "written by the central" || exit 1
 stop_gattd
 expect_pairable "$FOUND_PAIRABLE" "gattd stopped: as it found it"
 start_gattd
-serving 2
+serving
 central bonded --expect "written by the central" || exit 1
 mapfile -d '' bt_argv <"/proc/$BLUETOOTHD_PID/cmdline"
 kill -TERM "$BLUETOOTHD_PID"
 for _ in $(seq 100); do kill -0 "$BLUETOOTHD_PID" 2>/dev/null || break; sleep 0.1; done
 wait_count "$OUT/gattd.log" 'org.bluez left the bus' 1 30 || exit 1
 echo "---- bluetoothd restarted by the scenario" >>"$OUT/bluetoothd.log"
+echo "--- bluetoothd restarted by the scenario" >>"$OUT/gattd.log"
 "${bt_argv[@]}" >>"$OUT/bluetoothd.log" 2>&1 & pids+=($!)
-serving 3
+serving
 central bonded --expect "written by the central" || exit 1
 echo "phase 3 done ($(elapsed) s)"
 
@@ -175,7 +191,7 @@ STATE=/var/lib/gattd-security-pk
 mkdir -p "$STATE"
 rm -f /tmp/passkey-program.log
 start_gattd
-serving 4
+serving
 expect_pairable true "pairable always"
 # The bond from phase 5 is still on both sides; the central forgets the board below, so the
 # board forgets the central too (else it would encrypt with the old key and be refused).
