@@ -9,7 +9,7 @@ import TestSupport
 
 /// gattd's BlueZ side on a private bus, wired as the daemon wires it: the GATT
 /// application, the registrar and the advertiser on one connection, their back-offs on a
-/// `ManualClock`; `FakeBlueZ` instances play bluetoothd on their own connections, on the same loop.
+/// `ManualScheduler`; `FakeBlueZ` instances play bluetoothd on their own connections, on the same loop.
 final class BlueZFixture {
     static let configurationText = """
         {"version": 1, "services": [
@@ -35,7 +35,7 @@ final class BlueZFixture {
     let bus: PrivateBus
     let loop: EventLoop
     let connection: BusConnection
-    let clock = ManualClock()
+    let clock = ManualScheduler()
     let configuration: Configuration
     let database: AttributeDatabase
     let runtime: Runtime
@@ -128,40 +128,3 @@ final class BlueZFixture {
         var description: String
     }
 }
-
-/// A clock whose time moves only when the test says so; jobs due run in deadline order.
-final class ManualClock {
-    private(set) var now = ContinuousClock.now
-    private var pending: [(at: ContinuousClock.Instant, order: Int, job: () -> Void)] = []
-    private var order = 0
-
-    var clock: LoopClock {
-        LoopClock(
-            now: { [unowned self] in self.now },
-            at: { [unowned self] instant, job in
-                self.order += 1
-                let mine = self.order
-                self.pending.append((instant, mine, job))
-                return { [weak self] in self?.pending.removeAll { $0.order == mine } }
-            })
-    }
-
-    /// Jobs scheduled and neither run nor cancelled.
-    var pendingCount: Int { pending.count }
-
-    /// How long until the earliest pending job is due, if any.
-    var nextDelay: Duration? { pending.map(\.at).min().map { $0 - now } }
-
-    func advance(by duration: Duration) {
-        let target = now + duration
-        while let due = pending.filter({ $0.at <= target }).min(by: { ($0.at, $0.order) < ($1.at, $1.order) }) {
-            pending.removeAll { $0.order == due.order }
-            now = max(now, due.at)
-            due.job()
-        }
-        now = target
-    }
-}
-
-/// A logger that drops everything: the suites assert on what bluetoothd sees, not on log lines.
-let quietLogger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })

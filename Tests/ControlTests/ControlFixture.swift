@@ -52,15 +52,15 @@ final class ControlFixture {
         }
         // As the daemon builds it, with the state in `storage`.
         let factory = RuntimeFactory(
-            loop: loop, state: .storage(storage, saved: saved), logger: Logger(label: "test"))
+            loop: loop, state: .storage(storage, saved: saved), logger: quietLogger)
         (service, runtime) = factory.makeService(configuration)
         database = runtime.database
         guard let persistence = runtime.persistence else { throw FixtureError.noPersistence }
         self.persistence = persistence
-        advertiser = try Advertiser(configuration: configuration, connection: server, loop: loop, logger: Logger(label: "test"))
+        advertiser = try Advertiser(configuration: configuration, connection: server, loop: loop, logger: quietLogger)
         manager = ControlManager(
             configuration: configuration, service: service, advertiser: advertiser, connection: server,
-            version: "test-1", logger: Logger(label: "test"))
+            version: "test-1", logger: quietLogger)
     }
 
     /// Starts the manager and waits until the name claim is settled.

@@ -2,6 +2,7 @@
 
 import BLEModel
 import DaemonCore
+import TestSupport
 import Testing
 
 private let definition = """
@@ -45,6 +46,7 @@ struct HandlerTests {
         let database: AttributeDatabase
         let service: RequestService
         let handler = FakeHandler(":1.9 /sensor")
+        let scheduler = ManualScheduler()
 
         init() throws {
             let configuration = try liveConfiguration(definition)
@@ -53,7 +55,7 @@ struct HandlerTests {
             service = RequestService(
                 database: database, persistence: nil,
                 notifier: Notifier(
-                    configuration: configuration, database: database, clock: ManualClock().clock, mtu: mtu,
+                    configuration: configuration, database: database, clock: scheduler.clock, mtu: mtu,
                     logger: quietLogger),
                 writeHooks: nil, mtu: mtu, logger: quietLogger)
         }

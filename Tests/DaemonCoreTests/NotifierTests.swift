@@ -2,6 +2,7 @@
 
 import BLEModel
 import DaemonCore
+import TestSupport
 import Testing
 
 private let definition = """
@@ -17,7 +18,7 @@ private let definition = """
 @Suite("Notifier: queued delivery and confirmed indications")
 struct NotifierTests {
     private final class Fixture: NotificationSink {
-        let clock = ManualClock()
+        let clock = ManualScheduler()
         let database: AttributeDatabase
         let service: RequestService
         var notifier: Notifier { service.notifier }

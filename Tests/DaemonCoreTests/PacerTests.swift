@@ -2,6 +2,7 @@
 
 import BLEModel
 import DaemonCore
+import TestSupport
 import Testing
 
 private let definition = """
@@ -15,7 +16,7 @@ private let definition = """
 struct PacerTests {
     /// The notification path as the daemon has it: database -> Notifier -> pacer -> sink.
     private final class Fixture: NotificationSink {
-        let clock = ManualClock()
+        let clock = ManualScheduler()
         let mtu = MTUTracker()
         let database: AttributeDatabase
         let notifier: Notifier

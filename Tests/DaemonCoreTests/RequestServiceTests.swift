@@ -2,6 +2,7 @@
 
 import BLEModel
 import DaemonCore
+import TestSupport
 import Testing
 
 private let definition = """
@@ -22,8 +23,7 @@ struct RequestServiceTests {
         let database: AttributeDatabase
         let persistence: Persistence
         let service: RequestService
-        let clock = ManualClock()
-        var iterationEnd: [() -> Void] = []
+        let scheduler = ManualScheduler()
         var saved: [StateDocument] = []
         var saveFailure: StateStoreError?
         var events: [String] = []
@@ -31,18 +31,15 @@ struct RequestServiceTests {
         init() throws {
             let configuration = try liveConfiguration(definition)
             database = AttributeDatabase(configuration: configuration)
-            var end: ((@escaping () -> Void) -> Void)?
             persistence = Persistence(
                 configuration: configuration, database: database, storage: storage,
-                scheduling: PersistenceScheduling(afterIteration: { end?($0) }, after: { _, _ in }),
-                logger: quietLogger)
+                scheduling: scheduler.persistenceScheduling, logger: quietLogger)
             let mtu = MTUTracker()
             let notifier = Notifier(
-                configuration: configuration, database: database, clock: clock.clock, mtu: mtu, logger: quietLogger)
+                configuration: configuration, database: database, clock: scheduler.clock, mtu: mtu, logger: quietLogger)
             service = RequestService(
                 database: database, persistence: persistence, notifier: notifier, writeHooks: nil, mtu: mtu,
                 logger: quietLogger)
-            end = { [unowned self] job in iterationEnd.append(job) }
             notifier.sink = self
             storage.owner = self
         }
@@ -64,11 +61,7 @@ struct RequestServiceTests {
             return true
         }
 
-        func endIteration() {
-            let jobs = iterationEnd
-            iterationEnd = []
-            for job in jobs { job() }
-        }
+        func endIteration() { scheduler.endIteration() }
 
         func write(_ id: String, _ bytes: [UInt8], _ request: AttributeRequest = AttributeRequest())
             -> Result<Void, WriteFailure>?
@@ -117,7 +110,7 @@ struct RequestServiceTests {
         #expect(f.write("label", Array(repeating: 1, count: 9), AttributeRequest(prepareAuthorize: true)).map(Verdict.init) == .failed(.refused(.invalidAttributeValueLength)))
         #expect(f.write("status", [], AttributeRequest(prepareAuthorize: true)).map(Verdict.init) == .failed(.refused(.writeNotPermitted)))
         #expect(f.database["label"]!.value == Array("hello".utf8))
-        #expect(f.iterationEnd.isEmpty, "nothing to save")
+        #expect(f.scheduler.pendingAfterIteration == 0, "nothing to save")
     }
 
     @Test("an offset write keeps the bytes before the offset")

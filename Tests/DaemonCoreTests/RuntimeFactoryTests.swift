@@ -3,6 +3,7 @@
 import BLEModel
 import DaemonCore
 import Mainloop
+import TestSupport
 import Testing
 
 private let definition = """
@@ -26,7 +27,7 @@ private final class KeptStorage: StateStorage {
 struct RuntimeFactoryTests {
     private final class Fixture {
         let loop: EventLoop
-        let timers = ManualTimers()
+        let timers = ManualScheduler()
         let factory: RuntimeFactory
         let service: RequestService
         let runtime: Runtime
@@ -34,7 +35,7 @@ struct RuntimeFactoryTests {
         init(saved: StateLoadResult? = nil) throws {
             loop = try EventLoop()
             factory = RuntimeFactory(
-                loop: loop, state: .storage(KeptStorage(), saved: saved), timers: timers.timers, logger: quietLogger)
+                loop: loop, state: .storage(KeptStorage(), saved: saved), timers: timers.updateTimers, logger: quietLogger)
             (service, runtime) = factory.makeService(try liveConfiguration(definition))
         }
     }
@@ -61,7 +62,7 @@ struct RuntimeFactoryTests {
         f.runtime.start()
         let count = try #require(f.runtime.database["count"])
         f.runtime.database.setNotifying(count, true)
-        f.timers.fireAll()
+        f.timers.advance(by: .zero)
         #expect(count.value == [10])
         #expect(f.runtime.updates.updaters["count"]?.updates == 1)
     }
@@ -77,8 +78,8 @@ struct RuntimeFactoryTests {
         #expect(outcome.map { if case .success = $0 { true } else { false } } == true)
         let oldCount = try #require(f.runtime.database["count"])
         f.runtime.database.setNotifying(oldCount, true)
-        f.timers.fireAll()
-        f.timers.fireAll()
+        f.timers.advance(by: .zero)
+        f.timers.advance(by: .seconds(1))
         f.runtime.persistence?.recordAdvertisementEnabled(false, id: "main")
 
         let edited = definition.replacingOccurrences(of: "\"maxLength\": 8", with: "\"maxLength\": 9")
@@ -90,11 +91,11 @@ struct RuntimeFactoryTests {
         #expect(next.database["label"]?.value == Array("written".utf8))
         #expect(next.persistence?.savedCounter(id: "count") == 11)
         #expect(next.persistence?.savedAdvertisementEnabled(id: "main") == false)
-        #expect(f.timers.activeCount == 0, "the old runtime's timer stopped; nobody subscribed to the new one yet")
+        #expect(f.timers.pendingCount == 0, "the old runtime's timer stopped; nobody subscribed to the new one yet")
 
         let newCount = try #require(next.database["count"])
         next.database.setNotifying(newCount, true)
-        f.timers.fireAll()
+        f.timers.advance(by: .zero)
         #expect(newCount.value == [12], "the counter resumes where the old runtime left it")
         #expect(oldCount.value == [11], "the old database is no longer written")
     }

@@ -3,6 +3,7 @@
 import BLEModel
 import DaemonCore
 import Mainloop
+import TestSupport
 import Testing
 
 private let definition = """
@@ -24,7 +25,7 @@ private let definition = """
 struct SchedulerTests {
     private final class Fixture {
         let database: AttributeDatabase
-        let timers = ManualTimers()
+        let timers = ManualScheduler()
         let scheduler: UpdateScheduler
         var notified: [String: [[UInt8]]] = [:]
 
@@ -33,7 +34,7 @@ struct SchedulerTests {
             database = AttributeDatabase(configuration: configuration)
             let loop = try EventLoop()
             scheduler = UpdateScheduler(
-                configuration: configuration, database: database, timers: timers.timers, logger: quietLogger,
+                configuration: configuration, database: database, timers: timers.updateTimers, logger: quietLogger,
                 makeSource: makeSource ?? UpdateScheduler.daemonSources(loop: loop, persistence: nil))
             database.observeChanges { [unowned self] attribute, _ in
                 if attribute.isNotifying { self.notified[attribute.id, default: []].append(attribute.value) }
@@ -45,10 +46,10 @@ struct SchedulerTests {
     func idleWithoutSubscribers() throws {
         let f = try Fixture()
         f.scheduler.start()
-        #expect(f.timers.activeCount == 1, "only the whileUnsubscribed characteristic has a timer")
+        #expect(f.timers.pendingCount == 1, "only the whileUnsubscribed characteristic has a timer")
         #expect(f.scheduler.updaters["fresh"]?.isRunning == true)
         #expect(f.scheduler.updaters["hr"]?.isRunning == false)
-        f.timers.fireAll()
+        f.timers.advance(by: .seconds(2))
         #expect(f.database["hr"]?.value == [0, 0], "an unsubscribed characteristic is not updated")
     }
 
@@ -58,13 +59,14 @@ struct SchedulerTests {
         f.scheduler.start()
         let hr = f.database["hr"]!
         f.database.setNotifying(hr, true)
-        #expect(f.timers.activeCount == 2)
-        #expect(f.timers.periods.values.contains(.milliseconds(1000)))
-        for _ in 0..<4 { f.timers.fireAll() }
+        #expect(f.timers.pendingCount == 2)
+        #expect(f.timers.repeatingPeriods.contains(.milliseconds(1000)))
+        f.timers.advance(by: .zero)
+        for _ in 0..<3 { f.timers.advance(by: .seconds(1)) }
         #expect(f.notified["hr"] == [[0, 60], [0, 61], [0, 62], [0, 60]])
         f.database.setNotifying(hr, false)
-        #expect(f.timers.activeCount == 1, "StopNotify stops the timer")
-        f.timers.fireAll()
+        #expect(f.timers.pendingCount == 1, "StopNotify stops the timer")
+        f.timers.advance(by: .seconds(1))
         #expect(f.notified["hr"]?.count == 4)
         #expect(f.scheduler.updaters["hr"]?.ticks == 4)
     }
@@ -74,14 +76,16 @@ struct SchedulerTests {
         let f = try Fixture()
         f.scheduler.start()
         f.database.setNotifying(f.database["same"]!, true)
-        for _ in 0..<3 { f.timers.fireAll() }
+        f.timers.advance(by: .zero)
+        for _ in 0..<2 { f.timers.advance(by: .milliseconds(500)) }
         #expect(f.notified["same"] == [[5], [5], [5]], "notifyUnchanged notifies every tick")
 
         let plain = definition.replacingOccurrences(of: "\"notifyUnchanged\": true", with: "\"notifyUnchanged\": false")
         let g = try Fixture(plain)
         g.scheduler.start()
         g.database.setNotifying(g.database["same"]!, true)
-        for _ in 0..<3 { g.timers.fireAll() }
+        g.timers.advance(by: .zero)
+        for _ in 0..<2 { g.timers.advance(by: .milliseconds(500)) }
         #expect(g.notified["same"] == nil, "the value never changes, so nothing is notified")
     }
 
@@ -91,9 +95,9 @@ struct SchedulerTests {
         let f = try Fixture()
         f.scheduler.start()
         let fresh = f.scheduler.updaters["fresh"]!
-        f.timers.fireAll()
+        f.timers.advance(by: .zero)
         #expect(f.database["fresh"]?.value == [250])
-        for _ in 0..<5 { f.timers.fireAll() }
+        for _ in 0..<5 { f.timers.advance(by: .milliseconds(100)) }
         #expect(f.database["fresh"]?.value == [250], "failed renders keep the last value")
         #expect(fresh.failureKind == "encode")
         #expect(fresh.updates == 1)
@@ -108,15 +112,15 @@ struct SchedulerTests {
         })
         f.scheduler.start()
         f.database.setNotifying(f.database["hr"]!, true)
-        f.timers.fireAll()
-        f.timers.fireAll()
-        f.timers.fireAll()
+        f.timers.advance(by: .zero)
+        f.timers.advance(by: .seconds(1))
+        f.timers.advance(by: .seconds(1))
         let hr = f.scheduler.updaters["hr"]!
         #expect(source.started == 1, "never two readings at once")
         #expect(hr.skippedTicks == 2)
         source.finish(with: 61)
         #expect(f.database["hr"]?.value == [0, 61])
-        f.timers.fireAll()
+        f.timers.advance(by: .seconds(1))
         #expect(source.started == 2, "the next tick after the reading landed starts a new one")
     }
 
@@ -133,12 +137,13 @@ struct SchedulerTests {
         let f = try Fixture(json)
         f.scheduler.start()
         let level = f.scheduler.updaters["level"]!
-        for _ in 0..<5 { f.timers.fireAll() }
+        f.timers.advance(by: .zero)
+        for _ in 0..<4 { f.timers.advance(by: .milliseconds(100)) }
         #expect(f.database["level"]?.value == [1])
         #expect(level.failureKind == "open: No such file or directory")
         #expect(level.loggedFailures == 1, "five failures of one kind are logged once")
         try dir.file("level", "87\n")
-        f.timers.fireAll()
+        f.timers.advance(by: .milliseconds(100))
         #expect(f.database["level"]?.value == [87])
         #expect(level.failureKind == nil)
     }

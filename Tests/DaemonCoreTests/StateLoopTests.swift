@@ -3,6 +3,7 @@
 import BLEModel
 import DaemonCore
 import Mainloop
+import TestSupport
 import Testing
 
 private let definition = """
@@ -30,14 +31,9 @@ struct StateLoopTests {
         let configuration = try ConfigurationLoader.parse(Array(definition.utf8)).get().configuration
         let database = AttributeDatabase(configuration: configuration)
         let storage = CountingStorage()
-        var pending: [LoopTimer] = []
         let persistence = Persistence(
-            configuration: configuration, database: database, storage: storage,
-            scheduling: PersistenceScheduling(
-                afterIteration: { loop.afterIteration($0) },
-                after: { delay, job in pending = [loop.timer(after: delay, job)] }),
+            configuration: configuration, database: database, storage: storage, scheduling: .loop(loop),
             timerSaveDelay: delay)
-        _ = pending
         return (database, persistence, storage)
     }
 

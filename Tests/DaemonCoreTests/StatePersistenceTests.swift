@@ -3,7 +3,7 @@
 import BLEModel
 import DaemonCore
 import Glibc
-import Logging
+import TestSupport
 import Testing
 
 private let definition = """
@@ -22,30 +22,6 @@ private let definition = """
       ]}]}
     """
 
-/// Runs "after this iteration" and "after a delay" callbacks when the test says so.
-private final class ManualScheduler {
-    var iterationEnd: [() -> Void] = []
-    var delayed: [(Duration, () -> Void)] = []
-
-    var scheduling: PersistenceScheduling {
-        PersistenceScheduling(
-            afterIteration: { [unowned self] in self.iterationEnd.append($0) },
-            after: { [unowned self] delay, job in self.delayed.append((delay, job)) })
-    }
-
-    func endIteration() {
-        let jobs = iterationEnd
-        iterationEnd = []
-        for job in jobs { job() }
-    }
-
-    func fireTimers() {
-        let jobs = delayed
-        delayed = []
-        for (_, job) in jobs { job() }
-    }
-}
-
 private final class RecordingStorage: StateStorage {
     var saved: [StateDocument] = []
     var failure: StateStoreError?
@@ -56,60 +32,19 @@ private final class RecordingStorage: StateStorage {
     }
 }
 
-/// Captures log messages so tests can check what an operator would read.
-private final class LogCapture: @unchecked Sendable {
-    private var lines: [String] = []
-    private let lock = NSLockLike()
-
-    var messages: [String] { lock.locked { lines } }
-
-    func append(_ line: String) { lock.locked { lines.append(line) } }
-
-    var logger: Logger {
-        Logger(label: "test") { _ in CaptureHandler(capture: self) }
-    }
-}
-
-private final class NSLockLike: @unchecked Sendable {
-    private var mutex = pthread_mutex_t()
-    init() { pthread_mutex_init(&mutex, nil) }
-    deinit { pthread_mutex_destroy(&mutex) }
-    func locked<T>(_ body: () -> T) -> T {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return body()
-    }
-}
-
-private struct CaptureHandler: LogHandler {
-    let capture: LogCapture
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        let fields = (event.metadata ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-        capture.append("\(event.level) \(event.message) \(fields.joined(separator: " "))")
-    }
-}
-
 private struct Fixture {
     let configuration: Configuration
     let database: AttributeDatabase
     let scheduler = ManualScheduler()
     let storage = RecordingStorage()
-    let log = LogCapture()
+    let log = RecordedLog()
     let persistence: Persistence
 
     init() throws {
         configuration = try ConfigurationLoader.parse(Array(definition.utf8)).get().configuration
         database = AttributeDatabase(configuration: configuration)
         persistence = Persistence(
-            configuration: configuration, database: database, storage: storage, scheduling: scheduler.scheduling,
+            configuration: configuration, database: database, storage: storage, scheduling: scheduler.persistenceScheduling,
             logger: log.logger)
     }
 
@@ -201,7 +136,7 @@ struct StatePersistenceTests {
         }
         #expect(text(try fixture.attribute("label")) == "kept")
         #expect(try fixture.attribute("mode").value == [1])
-        #expect(fixture.log.messages.contains { $0.hasPrefix("error cannot save the state") && $0.contains("No space left") })
+        #expect(fixture.log.lines.contains { $0.hasPrefix("error cannot save the state") && $0.contains("No space left") })
         // The disk has room again: writes are acknowledged again.
         fixture.storage.failure = nil
         try fixture.write("label", "after", into: replies)
@@ -218,9 +153,9 @@ struct StatePersistenceTests {
         fixture.persistence.recordCounter(10, id: "level")
         fixture.scheduler.endIteration()
         #expect(fixture.storage.saved.isEmpty)
-        #expect(fixture.scheduler.delayed.count == 1)
-        #expect(try #require(fixture.scheduler.delayed.first).0 <= .seconds(1))
-        fixture.scheduler.fireTimers()
+        #expect(fixture.scheduler.pendingCount == 1)
+        #expect(try #require(fixture.scheduler.nextDelay) <= .seconds(1))
+        fixture.scheduler.advance(by: .seconds(1))
         #expect(fixture.storage.saved.count == 1)
         #expect(fixture.storage.saved.first?.characteristics["level"]?.value == [10])
         #expect(fixture.storage.saved.first?.sources["level"] == .init(counter: 10))
@@ -266,7 +201,7 @@ struct StatePersistenceTests {
                 DroppedValue(id: "old-advert", reason: "no longer defined"),
             ])
         for drop in dropped {
-            #expect(fixture.log.messages.contains { $0.contains("dropped a saved value") && $0.contains("gatt.id=\(drop.id) ") })
+            #expect(fixture.log.lines.contains { $0.contains("dropped a saved value") && $0.contains("gatt.id=\(drop.id) ") })
         }
         // Restoring is not a write: nothing is saved until something changes.
         fixture.scheduler.endIteration()
@@ -278,7 +213,7 @@ struct StatePersistenceTests {
         let fixture = try Fixture()
         fixture.persistence.restore(from: .damaged(reason: "truncated or corrupt: line 3", movedTo: "/s/state.json.damaged-1"))
         #expect(text(try fixture.attribute("label")) == "hello")
-        #expect(fixture.log.messages.contains { $0.hasPrefix("error the state file is damaged") && $0.contains("line 3") })
+        #expect(fixture.log.lines.contains { $0.hasPrefix("error the state file is damaged") && $0.contains("line 3") })
     }
 
     @Test("advertisement on/off is saved at the end of the iteration and rolled back when the save fails")

@@ -4,6 +4,7 @@ import BLEModel
 import DaemonCore
 import Logging
 import Mainloop
+import TestSupport
 import Testing
 
 @Suite("Write hooks")
