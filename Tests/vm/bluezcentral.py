@@ -6,6 +6,7 @@ signals (discovery, PropertiesChanged for notifications) are seen as they happen
 check raises CheckFailed with a message meant for a person; `step` prints one line per
 successful step.
 """
+import argparse
 import sys
 import time
 
@@ -51,8 +52,40 @@ def step(message):
     print(message, flush=True)
 
 
+def peer_arguments(description):
+    """The command line the plans share: the central's adapter and gattd's address
+    (the defaults are the guest's: hci1 is the central, hci0 gattd's controller)."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--adapter', default='hci1')
+    parser.add_argument('--peer', default='00:AA:01:00:00:00')
+    return parser
+
+
+def at_address(address):
+    """A discover() match: the device with this Bluetooth address."""
+    return lambda dev: str(dev.get('Address', '')).upper() == address.upper()
+
+
 class Central:
     """The central side, on one named adapter of the running bluetoothd."""
+
+    @classmethod
+    def fresh(cls, adapter, peer, timeout=30.0):
+        """A central on `adapter`, powered, that has forgotten `peer`: no bond and no
+        GATT cache from an earlier run, so what it finds is what gattd serves now."""
+        central = cls(adapter, timeout=timeout)
+        central.power_on()
+        central.forget(peer)
+        return central
+
+    @classmethod
+    def connected(cls, adapter, peer, timeout=30.0, what='gattd'):
+        """`fresh`, then gattd's advertisement found at `peer` and connected; returns the
+        central and the device's object path."""
+        central = cls.fresh(adapter, peer, timeout)
+        path, _ = central.discover(at_address(peer), what=what)
+        central.connect(path)
+        return central, path
 
     def __init__(self, adapter='hci1', timeout=30.0):
         dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
@@ -200,6 +233,15 @@ class Central:
                 chrcs[str(ifaces[DESC]['Characteristic'])]['descs'][
                     str(ifaces[DESC]['UUID']).lower()] = str(path)
         return {s['uuid']: s for s in services.values()}
+
+    def characteristics(self, device_path, service, uuids):
+        """{name: object path} for `uuids` ({name: UUID}) in the device's `service`; a
+        missing one fails the check, naming it and what the service has."""
+        chrcs = self.gatt_tree(device_path).get(full_uuid(service), {}).get('chrcs', {})
+        missing = ['%s (%s)' % (name, uuid) for name, uuid in uuids.items() if full_uuid(uuid) not in chrcs]
+        if missing:
+            raise CheckFailed('service %s lacks %s: has %s' % (service, ', '.join(missing), sorted(chrcs)))
+        return {name: chrcs[full_uuid(uuid)]['path'] for name, uuid in uuids.items()}
 
     def read(self, path, interface=CHRC):
         return bytes(self.call(path, interface, 'ReadValue', dbus.Dictionary({}, signature='sv')))

@@ -17,14 +17,13 @@ offset 0, with the whole value).
 
 usage: longwrite.py --gattctl PATH --mtu N [--adapter hci1] [--peer ADDR]
 """
-import argparse
 import json
 import os
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bluezcentral import CHRC, Central, CheckFailed, full_uuid, run, step  # noqa: E402
+from bluezcentral import CHRC, Central, CheckFailed, peer_arguments, run, step  # noqa: E402
 from central import att_app_error  # noqa: E402
 
 SERVICE = '12345678-1234-5678-1234-56789abcd000'
@@ -48,18 +47,8 @@ def gattctl_get(gattctl, ident):
 
 
 def plan(args):
-    central = Central(args.adapter, timeout=30)
-    central.power_on()
-    central.forget(args.peer)
-    path, _ = central.discover(lambda dev: str(dev.get('Address', '')).upper() == args.peer.upper(),
-                               what='gattd\'s advertisement')
-    central.connect(path)
-    chrcs = central.gatt_tree(path).get(full_uuid(SERVICE), {}).get('chrcs', {})
-    paths = {}
-    for ident, uuid in CHRCS.items():
-        if full_uuid(uuid) not in chrcs:
-            raise CheckFailed('service %s lacks %s (%s): %s' % (SERVICE, ident, uuid, sorted(chrcs)))
-        paths[ident] = chrcs[full_uuid(uuid)]['path']
+    central, path = Central.connected(args.adapter, args.peer, what='gattd\'s advertisement')
+    paths = central.characteristics(path, SERVICE, CHRCS)
     mtu = int(central.prop(paths['plain'], CHRC, 'MTU'))
     if mtu != args.mtu:
         raise CheckFailed('ATT MTU %d, expected %d (bluetoothd\'s ExchangeMTU)' % (mtu, args.mtu))
@@ -103,9 +92,7 @@ def plan(args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('--adapter', default='hci1')
-    parser.add_argument('--peer', default='00:AA:01:00:00:00')
+    parser = peer_arguments(__doc__)
     parser.add_argument('--gattctl', required=True)
     parser.add_argument('--mtu', type=int, required=True)
     args = parser.parse_args()

@@ -15,13 +15,12 @@ scenarios/gattd-programs.sh with configs/programs.json:
 
 usage: programs.py --gattctl PATH [--adapter hci1] [--peer ADDR]
 """
-import argparse
 import os
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bluezcentral import Central, CheckFailed, full_uuid, run, step  # noqa: E402
+from bluezcentral import Central, CheckFailed, at_address, full_uuid, peer_arguments, run, step  # noqa: E402
 from central import att_app_error  # noqa: E402
 
 SERVICE = '12345678-1234-5678-1234-56789abcc000'
@@ -36,12 +35,10 @@ def manufacturer(dev):
 
 
 def plan(args):
-    central = Central(args.adapter, timeout=30)
-    central.power_on()
-    central.forget(args.peer)
+    central = Central.fresh(args.adapter, args.peer)
 
     def ours(data):
-        return lambda dev: str(dev.get('Address', '')).upper() == args.peer.upper() and manufacturer(dev).get(0xFFFF) == data
+        return lambda dev: at_address(args.peer)(dev) and manufacturer(dev).get(0xFFFF) == data
     path, _ = central.discover(ours(b'\x01'), what='the advertisement with ffff=01')
     step('scan: ffff=01 as configured')
     # The second advertisement at the same time: a non-connectable beacon (its own address
@@ -69,23 +66,18 @@ def plan(args):
     if includes != [secondary_path]:
         raise CheckFailed('service %s includes %s, expected the secondary service %s' % (SERVICE, includes, secondary_path))
     step('secondary service %s seen as secondary, included by %s' % (SECONDARY[:8], SERVICE[:8]))
-    tree = central.gatt_tree(path)
-    chrcs = tree.get(full_uuid(SERVICE), {}).get('chrcs', {})
-    reading, gate = chrcs.get(full_uuid(READING)), chrcs.get(full_uuid(GATE))
-    if not reading or not gate:
-        raise CheckFailed('service %s lacks reading or gate: %s' % (SERVICE, sorted(chrcs)))
-    value = central.read(reading['path'])
+    chrcs = central.characteristics(path, SERVICE, {'reading': READING, 'gate': GATE, 'note': NOTE})
+    value = central.read(chrcs['reading'])
     if value != b'from the handler':
         raise CheckFailed('read reading = %r, expected the handler\'s b"from the handler"' % value)
     step('read reading = "%s" (answered by the handler program)' % value.decode())
-    central.expect_dbus_error(lambda: central.write(gate['path'], b'\x05'), *att_app_error(0x81),
+    central.expect_dbus_error(lambda: central.write(chrcs['gate'], b'\x05'), *att_app_error(0x81),
                               what='write to gate')
     step('write to gate -> application error 0x81 from the handler')
 
     # gattd killed while this central stays connected, started again by hand: the central
     # finds the services again and reads the value it wrote before the kill.
-    note = chrcs.get(full_uuid(NOTE))
-    central.write(note['path'], b'before the kill')
+    central.write(chrcs['note'], b'before the kill')
     step('wrote note = "before the kill"; gattd is killed with SIGKILL and started again')
     restarted = subprocess.run(['/bin/bash', '-c', args.restart], capture_output=True, text=True, timeout=120)
     if restarted.returncode != 0:
@@ -112,9 +104,7 @@ def plan(args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('--adapter', default='hci1')
-    parser.add_argument('--peer', default='00:AA:01:00:00:00')
+    parser = peer_arguments(__doc__)
     parser.add_argument('--gattctl', required=True)
     parser.add_argument('--restart', required=True, help='shell command: SIGKILL gattd and start it again')
     args = parser.parse_args()

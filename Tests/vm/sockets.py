@@ -14,7 +14,6 @@ scenarios/gattd-sockets.sh with configs/sockets.json:
 
 usage: sockets.py --gattd-log FILE --gattd-pid PID [--adapter hci1] [--peer ADDR] [--seconds 5]
 """
-import argparse
 import os
 import re
 import struct
@@ -22,7 +21,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bluezcentral import Central, CheckFailed, full_uuid, run, step  # noqa: E402
+from bluezcentral import Central, CheckFailed, peer_arguments, run, step  # noqa: E402
 
 SERVICE = '12345678-1234-5678-1234-56789abcd000'
 STREAM = '12345678-1234-5678-1234-56789abcd001'
@@ -65,9 +64,7 @@ def cpu_of(pids):
 
 
 def plan(args):
-    central = Central(args.adapter, timeout=30)
-    central.power_on()
-    central.forget(args.peer)
+    central, path = Central.connected(args.adapter, args.peer, what='gattd-sock')
 
     def log_has(pattern):
         with open(args.gattd_log, errors='replace') as f:
@@ -76,14 +73,8 @@ def plan(args):
     def wait_log(pattern, what):
         central.pump_until(lambda: log_has(pattern), 30, what)
 
-    def ours(dev):
-        return str(dev.get('Address', '')).upper() == args.peer.upper()
-    path, _ = central.discover(ours, what='gattd-sock')
-    central.connect(path)
-    chrcs = central.gatt_tree(path).get(full_uuid(SERVICE), {}).get('chrcs', {})
-    stream, signals, cmd = (chrcs.get(full_uuid(u), {}).get('path') for u in (STREAM, SIGNALS, CMD))
-    if not (stream and signals and cmd):
-        raise CheckFailed('service %s lacks stream, signals or cmd: %s' % (SERVICE, sorted(chrcs)))
+    found = central.characteristics(path, SERVICE, {'stream': STREAM, 'signals': SIGNALS, 'cmd': CMD})
+    stream, signals, cmd = found['stream'], found['signals'], found['cmd']
     step('connected; stream, signals and cmd found')
 
     # The rest of the path on this guest: bluetoothd (one daemon serves both controllers, so
@@ -139,9 +130,7 @@ def plan(args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('--adapter', default='hci1')
-    parser.add_argument('--peer', default='00:AA:01:00:00:00')
+    parser = peer_arguments(__doc__)
     parser.add_argument('--gattd-log', required=True)
     parser.add_argument('--gattd-pid', type=int, required=True)
     parser.add_argument('--seconds', type=float, default=5.0)
