@@ -51,13 +51,7 @@ struct HandlerTests {
         init() throws {
             let configuration = try liveConfiguration(definition)
             database = AttributeDatabase(configuration: configuration)
-            let mtu = MTUTracker()
-            service = RequestService(
-                database: database, persistence: nil,
-                notifier: Notifier(
-                    configuration: configuration, database: database, clock: scheduler.clock, mtu: mtu,
-                    logger: quietLogger),
-                writeHooks: nil, mtu: mtu, logger: quietLogger)
+            service = unsavedService(configuration, database, clock: scheduler.clock)
         }
 
         /// Starts a read; returns a box the answer lands in.

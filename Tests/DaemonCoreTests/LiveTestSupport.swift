@@ -3,10 +3,22 @@
 import BLEModel
 import DaemonCore
 import Foundation
+import TestSupport
 
 /// Parses a configuration that the test knows to be valid.
 func liveConfiguration(_ json: String) throws -> Configuration {
     try ConfigurationLoader.parse(Array(json.utf8)).get().configuration
+}
+
+/// A service with no persistence and no write hooks, its notifier pacing on `clock`: for
+/// suites that check reads, writes and notifications, not saves or hooks.
+func unsavedService(_ configuration: Configuration, _ database: AttributeDatabase, clock: LoopClock) -> RequestService {
+    let mtu = MTUTracker()
+    return RequestService(
+        database: database, persistence: nil,
+        notifier: Notifier(
+            configuration: configuration, database: database, clock: clock, mtu: mtu, logger: quietLogger),
+        writeHooks: nil, mtu: mtu, logger: quietLogger)
 }
 
 /// A scratch directory with small files and executable scripts.

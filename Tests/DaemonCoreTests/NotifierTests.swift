@@ -28,13 +28,7 @@ struct NotifierTests {
         init() throws {
             let configuration = try liveConfiguration(definition)
             database = AttributeDatabase(configuration: configuration)
-            let mtu = MTUTracker()
-            service = RequestService(
-                database: database, persistence: nil,
-                notifier: Notifier(
-                    configuration: configuration, database: database, clock: clock.clock, mtu: mtu,
-                    logger: quietLogger),
-                writeHooks: nil, mtu: mtu, logger: quietLogger)
+            service = unsavedService(configuration, database, clock: clock.clock)
             service.notifier.sink = self
             service.onReadyToUpdate = { [unowned self] in ready.append($0.id) }
             for attribute in database.attributes { database.setNotifying(attribute, true) }
