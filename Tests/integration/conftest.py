@@ -8,7 +8,9 @@ private bus and STATE_DIRECTORY at a directory of the test's own (so no test see
 another's saved values; restarts within one test share it). Its output goes to a file that is printed when a test fails.
 """
 
+import json
 import os
+import subprocess
 import sys
 
 import pytest
@@ -44,6 +46,33 @@ def gattctl_binary():
         return _executable("GATTCTL_BIN", os.environ["GATTCTL_BIN"], "the gattctl to test")
     return _executable("GATTCTL_BIN", os.path.join(os.path.dirname(gattd_binary()), "gattctl"),
                        "not set, and no gattctl next to $GATTD_BIN")
+
+
+def run_gattctl(private_bus, *args):
+    """gattctl with `args` against the gattd on the private bus -> CompletedProcess."""
+    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=private_bus.address)
+    return subprocess.run([gattctl_binary(), *args], capture_output=True, text=True, env=env, timeout=30)
+
+
+def watch_events(private_bus):
+    """`gattctl watch --json` on the private bus, once it says it is watching; stop() it."""
+    watch = Child([gattctl_binary(), "watch", "--json"], env_extra={"DBUS_SYSTEM_BUS_ADDRESS": private_bus.address})
+    assert watch.wait_for_line("watching", 10)
+    return watch
+
+
+def watch_event(watch, within=10, **fields):
+    """The next event of `watch` (watch_events) with these fields, within `within` seconds;
+    the assertion shows the last lines it printed."""
+    def matches(line):
+        try:
+            item = json.loads(line)
+        except ValueError:
+            return False
+        return all(item.get(k) == v for k, v in fields.items())
+    line = watch.out.wait_for(matches, within)
+    assert line is not None, "no event %s; saw:\n%s" % (fields, "\n".join(watch.out.lines[-15:]))
+    return json.loads(line)
 
 
 class Gattd:

@@ -3,13 +3,12 @@
 change an advertisement's data live, checked like --check, without registering again, and
 kept across restarts only when asked."""
 
-import os
-import subprocess
+import functools
 
 import dbus
 import pytest
 
-from conftest import gattctl_binary
+from conftest import run_gattctl
 
 MAIN = "/org/gattd/adv/main"
 BEACON = "/org/gattd/adv/beacon"
@@ -18,12 +17,8 @@ WAIT = dbus.UInt32(10000)
 
 @pytest.fixture
 def ctl(private_bus):
-    binary = gattctl_binary()
-    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=private_bus.address)
-
-    def run(*args):
-        return subprocess.run([binary] + list(args), capture_output=True, text=True, env=env, timeout=30)
-    return run
+    """ctl(*args) -> CompletedProcess, gattctl talking to gattd on the private bus."""
+    return functools.partial(run_gattctl, private_bus)
 
 
 def start(start_gattd, standin, state_dir=None):

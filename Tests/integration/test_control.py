@@ -7,13 +7,11 @@ Skipped with a clear message when the binaries are not built.
 """
 
 import json
-import os
-import subprocess
 
 import dbus
 import pytest
 
-from conftest import gattctl_binary
+from conftest import gattctl_binary, run_gattctl
 from harness import DEVICE, Child
 from fixtures import path_of
 
@@ -26,12 +24,9 @@ DEVICE_LABEL = "12345678-1234-5678-1234-56789abcdef1"
 @pytest.fixture
 def gattctl(private_bus):
     """gattctl(*args) -> CompletedProcess, talking to gattd on the private bus."""
-    binary = gattctl_binary()
-    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=private_bus.address)
-
     def run(*args):
-        return subprocess.run([binary] + list(args), capture_output=True, text=True, env=env, timeout=30)
-    run.binary = binary
+        return run_gattctl(private_bus, *args)
+    run.binary = gattctl_binary()
     run.env = {"DBUS_SYSTEM_BUS_ADDRESS": private_bus.address}
     return run
 

@@ -10,8 +10,8 @@ import os
 import dbus
 import pytest
 
-from conftest import gattctl_binary
-from harness import DEVICE, Child, one_by_uuid
+from conftest import gattctl_binary, watch_event, watch_events
+from harness import DEVICE, one_by_uuid
 
 WAIT = dbus.UInt32(10000)
 HR = "2a37"
@@ -22,26 +22,11 @@ def watched(start_gattd, standin, private_bus):
     g = start_gattd("control.json")
     standin.call("WaitForApplication", WAIT)
     assert g.child.wait_for_line("control API ready", 10)
-    watch = Child([gattctl_binary(), "watch", "--json"],
-                  env_extra={"DBUS_SYSTEM_BUS_ADDRESS": private_bus.address})
-    assert watch.wait_for_line("watching", 10)
+    watch = watch_events(private_bus)
     gattctl = gattctl_binary()
     env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=private_bus.address)
     yield g, watch, gattctl, env
     watch.stop()
-
-
-def event(watch, **fields):
-    """The next JSON line with these fields (waits up to 10 s)."""
-    def matches(line):
-        try:
-            item = json.loads(line)
-        except ValueError:
-            return False
-        return all(item.get(k) == v for k, v in fields.items())
-    line = watch.out.wait_for(matches, 10)
-    assert line is not None, "no event %s; saw:\n%s" % (fields, "\n".join(watch.out.lines[-15:]))
-    return json.loads(line)
 
 
 def listed(gattctl, env):
@@ -55,16 +40,16 @@ def test_subscriptions_and_centrals(watched, standin):
     _, watch, _, _ = watched
     hr = one_by_uuid(standin.call("Attributes"), HR)["path"]
     standin.call("Subscribe", hr, DEVICE)
-    event(watch, event="subscribed", id="hr-measurement")
+    watch_event(watch, event="subscribed", id="hr-measurement")
     standin.call("Unsubscribe", hr, DEVICE)
-    event(watch, event="unsubscribed", id="hr-measurement")
+    watch_event(watch, event="unsubscribed", id="hr-measurement")
     device = standin.call("SetDeviceConnected", "hci0", "00:11:22:33:44:55", True)
-    connected = event(watch, event="connected", address="00:11:22:33:44:55")
+    connected = watch_event(watch, event="connected", address="00:11:22:33:44:55")
     assert connected["device"] == str(device)
     label = one_by_uuid(standin.call("Attributes"), "12345678-1234-5678-1234-56789abcdef1")["path"]
     standin.call("Read", label, dbus.UInt16(0), dbus.UInt16(100), device)  # the MTU gattd learns from it
     standin.call("SetDeviceConnected", "hci0", "00:11:22:33:44:55", False)
-    disconnected = event(watch, event="disconnected", address="00:11:22:33:44:55")
+    disconnected = watch_event(watch, event="disconnected", address="00:11:22:33:44:55")
     assert disconnected["mtu"] == "100" and disconnected["device"] == str(device)
 
 
@@ -72,33 +57,33 @@ def test_adapter_power_advertisements_and_stale_subscriptions(watched, standin):
     _, watch, gattctl, env = watched
     hr = one_by_uuid(standin.call("Attributes"), HR)["path"]
     standin.call("Subscribe", hr, DEVICE)
-    event(watch, event="subscribed", id="hr-measurement")
+    watch_event(watch, event="subscribed", id="hr-measurement")
     assert listed(gattctl, env)["hr-measurement"]["subscribed"] is True
     standin.call("SetPowered", False)
-    event(watch, event="adapter", state="unpowered")
+    watch_event(watch, event="adapter", state="unpowered")
     standin.call("SetPowered", True)
-    event(watch, event="adapter", state="powered")
+    watch_event(watch, event="adapter", state="powered")
     standin.call("RemoveAdapter", "hci0")
-    event(watch, event="adapter", adapter="hci0", state="gone")
-    event(watch, event="unsubscribed", id="hr-measurement")
+    watch_event(watch, event="adapter", adapter="hci0", state="gone")
+    watch_event(watch, event="unsubscribed", id="hr-measurement")
     assert listed(gattctl, env)["hr-measurement"]["subscribed"] is False, "no listener that does not exist"
-    event(watch, event="advertisement", id="main", state="waiting-for-adapter")
+    watch_event(watch, event="advertisement", id="main", state="waiting-for-adapter")
     standin.call("AddAdapter", "hci0")
-    event(watch, event="adapter", adapter="hci0", state="present")
-    event(watch, event="advertisement", id="main", state="advertising")
+    watch_event(watch, event="adapter", adapter="hci0", state="present")
+    watch_event(watch, event="advertisement", id="main", state="advertising")
 
 
 def test_bluetoothd_gone_ends_subscriptions(watched, standin):
     g, watch, gattctl, env = watched
     hr = one_by_uuid(standin.call("Attributes"), HR)["path"]
     standin.call("Subscribe", hr, DEVICE)
-    event(watch, event="subscribed", id="hr-measurement")
+    watch_event(watch, event="subscribed", id="hr-measurement")
     standin.restart()
-    event(watch, event="unsubscribed", id="hr-measurement")
-    event(watch, event="adapter", state="gone")
+    watch_event(watch, event="unsubscribed", id="hr-measurement")
+    watch_event(watch, event="adapter", state="gone")
     assert g.child.wait_for_line("subscriptions ended with the adapter", 10)
     standin.call("WaitForApplication", WAIT)
-    event(watch, event="adapter", adapter="hci0", state="present")
+    watch_event(watch, event="adapter", adapter="hci0", state="present")
     assert listed(gattctl, env)["hr-measurement"]["subscribed"] is False
 
 
@@ -106,9 +91,9 @@ def test_advertisement_switched_off_and_on(watched):
     import subprocess
     _, watch, gattctl, env = watched
     assert subprocess.run([gattctl, "advertise", "off", "main"], env=env, timeout=30).returncode == 0
-    event(watch, event="advertisement", id="main", state="disabled")
+    watch_event(watch, event="advertisement", id="main", state="disabled")
     assert subprocess.run([gattctl, "advertise", "on", "main"], env=env, timeout=30).returncode == 0
-    event(watch, event="advertisement", id="main", state="advertising")
+    watch_event(watch, event="advertisement", id="main", state="advertising")
 
 
 def test_watch_ends_with_one_clear_line_when_gattd_stops(watched):

@@ -6,7 +6,6 @@ only bluetoothd may see. The real pairing over the air is Tests/vm/scenarios/gat
 
 import json
 import os
-import subprocess
 
 import dbus
 import dbus.bus
@@ -14,9 +13,9 @@ import dbus.mainloop.glib
 import pytest
 from gi.repository import GLib
 
-from conftest import REPO, gattctl_binary
+from conftest import REPO, run_gattctl, watch_event, watch_events
 from fixtures import wait_until
-from harness import Child, one_by_uuid
+from harness import one_by_uuid
 
 WAIT = dbus.UInt32(10000)
 SECRET = "5ec0de02-1234-5678-1234-56789abc0000"
@@ -42,29 +41,6 @@ def agent_call(standin, member, signature="", *args):
         return e.get_dbus_name()
 
 
-def gattctl(private_bus, *args):
-    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=private_bus.address)
-    return subprocess.run([gattctl_binary(), *args], capture_output=True, text=True, env=env, timeout=30)
-
-
-def watch(private_bus):
-    w = Child([gattctl_binary(), "watch", "--json"], env_extra={"DBUS_SYSTEM_BUS_ADDRESS": private_bus.address})
-    assert w.wait_for_line("watching", 10)
-    return w
-
-
-def event(w, **fields):
-    def matches(line):
-        try:
-            item = json.loads(line)
-        except ValueError:
-            return False
-        return all(item.get(k) == v for k, v in fields.items())
-    line = w.out.wait_for(matches, 15)
-    assert line is not None, "no event %s; saw:\n%s" % (fields, "\n".join(w.out.lines[-15:]))
-    return json.loads(line)
-
-
 def serving(g, standin):
     standin.call("WaitForApplication", WAIT)
     assert g.child.wait_for_line("pairing agent registered", 10)
@@ -76,7 +52,7 @@ def test_just_works_agent_window_and_restore(start_gattd, standin, private_bus):
     assert not found["Pairable"] and found["PairableTimeout"] == 0
     g = start_gattd("security-jw.json")
     serving(g, standin)
-    w = watch(private_bus)
+    w = watch_events(private_bus)
     # Registered with NoInputNoOutput and made the default agent.
     [(owner, path, capability, default)] = agents(standin)
     assert (path, capability, default) == ("/org/gattd/agent", "NoInputNoOutput", True)
@@ -93,15 +69,15 @@ def test_just_works_agent_window_and_restore(start_gattd, standin, private_bus):
     assert agent_call(standin, "AuthorizeService", "os", dbus.ObjectPath(DEVICE), "0000110b-0000-1000-8000-00805f9b34fb") == REJECTED
     assert agent_call(standin, "Cancel") == []
     # The window closes on time (3 s): the adapter is not pairable and the agent refuses.
-    event(w, event="pairing", state="closed")
+    watch_event(w, within=15, event="pairing", state="closed")
     assert not adapter_props(standin)["Pairable"]
     assert agent_call(standin, "RequestAuthorization", "o", dbus.ObjectPath(DEVICE)) == REJECTED
-    out = gattctl(private_bus, "pairing")
+    out = run_gattctl(private_bus, "pairing")
     assert out.stdout.strip() == "pairing just-works: closed (gattctl pairing open opens it)"
     # gattctl pairing open: open again, for the seconds asked.
-    out = gattctl(private_bus, "pairing", "open", "30")
+    out = run_gattctl(private_bus, "pairing", "open", "30")
     assert out.returncode == 0 and out.stdout.strip() == "pairing open for 30 s", out.stderr
-    event(w, event="pairing", state="open", seconds="30")
+    watch_event(w, within=15, event="pairing", state="open", seconds="30")
     props = adapter_props(standin)
     assert props["Pairable"] and 29 <= props["PairableTimeout"] <= 30
     assert agent_call(standin, "RequestAuthorization", "o", dbus.ObjectPath(DEVICE)) == []
@@ -141,8 +117,8 @@ def test_closed_window_stays_closed_after_bluetoothd_restart(start_gattd, standi
     becomes the default again; gattd puts the closed window back on the adapter."""
     g = start_gattd("security-jw.json")
     serving(g, standin)
-    w = watch(private_bus)
-    event(w, event="pairing", state="closed")
+    w = watch_events(private_bus)
+    watch_event(w, within=15, event="pairing", state="closed")
     w.stop()
     assert not adapter_props(standin)["Pairable"]
     standin.restart()
@@ -165,9 +141,9 @@ def test_display_passkey_reaches_journal_watch_and_program(start_gattd, standin,
     serving(g, standin)
     [(_, _, capability, default)] = agents(standin)
     assert (capability, default) == ("DisplayOnly", True)
-    w = watch(private_bus)
+    w = watch_events(private_bus)
     assert agent_call(standin, "DisplayPasskey", "ouq", dbus.ObjectPath(DEVICE), dbus.UInt32(4321), dbus.UInt16(0)) == []
-    seen = event(w, event="passkey")
+    seen = watch_event(w, within=15, event="passkey")
     assert seen == {"event": "passkey", "passkey": "004321", "address": "00:11:22:33:44:55", "device": DEVICE}
     assert g.child.wait_for_line("passkey for pairing: 004321", 5)
     wait_until(lambda: out_file.exists() and out_file.read_text().strip(), 10, "the onPasskey program")
@@ -177,7 +153,7 @@ def test_display_passkey_reaches_journal_watch_and_program(start_gattd, standin,
     # display-passkey pairs only with a passkey: Just Works and typing one in are refused.
     assert agent_call(standin, "RequestAuthorization", "o", dbus.ObjectPath(DEVICE)) == REJECTED
     assert agent_call(standin, "RequestPasskey", "o", dbus.ObjectPath(DEVICE)) == REJECTED
-    out = gattctl(private_bus, "pairing", "open")
+    out = run_gattctl(private_bus, "pairing", "open")
     assert out.returncode == 5 and "always" in out.stderr
     w.stop()
     assert [line for line in w.out.lines if '"passkey"' in line].__len__() == 1
@@ -191,7 +167,7 @@ def test_passkey_program_that_cannot_start_refuses_the_pairing(start_gattd, stan
     path.write_text(json.dumps(config))
     g = start_gattd(str(path))
     serving(g, standin)
-    w = watch(private_bus)
+    w = watch_events(private_bus)
     device = standin.call("SetDeviceConnected", "hci0", "00:11:22:33:44:55", True)
     assert agent_call(standin, "DisplayPasskey", "ouq", device, dbus.UInt32(4321), dbus.UInt16(0)) == []
     line = g.child.wait_for_line("pairing refused: the passkey program cannot start", 10)
@@ -209,27 +185,27 @@ def test_bonds_list_remove_and_bonded_only(start_gattd, standin, private_bus):
     serving(g, standin)
     standin.call("SetDeviceBonded", "hci0", "00:11:22:33:44:55", True)
     bonded = standin.call("SetDeviceConnected", "hci0", "00:11:22:33:44:55", True)
-    wait_until(lambda: gattctl(private_bus, "bonds").stdout.strip() == "00:11:22:33:44:55 - bonded connected", 10,
+    wait_until(lambda: run_gattctl(private_bus, "bonds").stdout.strip() == "00:11:22:33:44:55 - bonded connected", 10,
                "gattctl bonds to list the bonded central")
-    listed = json.loads(gattctl(private_bus, "bonds", "--json").stdout)
+    listed = json.loads(run_gattctl(private_bus, "bonds", "--json").stdout)
     assert listed == [{"address": "00:11:22:33:44:55", "name": None, "paired": True, "bonded": True,
                        "trusted": False, "connected": True}]
     # Pairing closes (3 s); a stranger that connects now is dropped, the bonded one stays.
-    w = watch(private_bus)
-    event(w, event="pairing", state="closed")
+    w = watch_events(private_bus)
+    watch_event(w, within=15, event="pairing", state="closed")
     stranger = standin.call("SetDeviceConnected", "hci0", "00:66:77:88:99:AA", True)
     assert g.child.wait_for_line("disconnecting a central that is not bonded", 10)
     log = lambda: [str(line) for line in standin.call("Log")]  # noqa: E731
     wait_until(lambda: any("%s Disconnect" % stranger in line for line in log()), 10, "Disconnect of the stranger")
     assert not any("%s Disconnect" % bonded in line for line in log())
     # bonds remove: bluetoothd forgets it; a second remove is an unknown bond (exit 3).
-    out = gattctl(private_bus, "bonds", "remove", "00:11:22:33:44:55")
+    out = run_gattctl(private_bus, "bonds", "remove", "00:11:22:33:44:55")
     assert out.returncode == 0 and out.stdout.strip() == "00:11:22:33:44:55: removed", out.stderr
     assert any("%s removed by" % bonded in line for line in log())
-    wait_until(lambda: gattctl(private_bus, "bonds").stdout == "", 10, "the bond list to empty")
-    out = gattctl(private_bus, "bonds", "remove", "00:11:22:33:44:55")
+    wait_until(lambda: run_gattctl(private_bus, "bonds").stdout == "", 10, "the bond list to empty")
+    out = run_gattctl(private_bus, "bonds", "remove", "00:11:22:33:44:55")
     assert out.returncode == 3 and "no bond with 00:11:22:33:44:55" in out.stderr
-    out = gattctl(private_bus, "bonds", "remove", "not-an-address")
+    out = run_gattctl(private_bus, "bonds", "remove", "not-an-address")
     assert out.returncode == 5 and "not an address" in out.stderr
     w.stop()
 
@@ -273,7 +249,7 @@ def test_values_only_for_bluetoothd(start_gattd, standin, private_bus):
     assert all("Value" not in props for ifaces in root.values() for props in ifaces.values())
     # bluetoothd (the stand-in) still reads it and gets notifications, addressed to it alone.
     standin.call("Subscribe", secret, DEVICE)
-    out = gattctl(private_bus, "set", "secret", "--utf8", "new secret")
+    out = run_gattctl(private_bus, "set", "secret", "--utf8", "new secret")
     assert out.returncode == 0, out.stderr
     values = standin.call("WaitForNotifications", secret, dbus.UInt32(1), WAIT)
     assert bytes(values[-1]) == b"new secret"

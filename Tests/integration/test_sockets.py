@@ -13,9 +13,9 @@ import subprocess
 import dbus
 import pytest
 
-from conftest import CONFIGS, REPO, Gattd, gattctl_binary
+from conftest import CONFIGS, REPO, Gattd, run_gattctl, watch_events
 from fixtures import path_of, print_on_failure, read, write
-from harness import DEVICE, DEVICE2, Child, PrivateBus, Standin
+from harness import DEVICE, DEVICE2, PrivateBus, Standin
 
 WAIT_MS = dbus.UInt32(10000)
 CHRC = "org.bluez.GattCharacteristic1"
@@ -205,9 +205,7 @@ def listed(manager):
 
 
 def gattctl_list(private_bus):
-    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=private_bus.address)
-    out = subprocess.run([gattctl_binary(), "list"], capture_output=True, text=True,
-                         env=env, timeout=30)
+    out = run_gattctl(private_bus, "list")
     assert out.returncode == 0, out.stderr
     return {line.split()[0]: line for line in out.stdout.splitlines()}
 
@@ -237,13 +235,6 @@ def test_gattctl_list_shows_the_sockets_bluetoothd_holds(gattd, standin, manager
     assert gattd[0].child.wait_for_line("unsubscribed", 10)
     assert int(listed(manager)["stream"]["NotifySockets"]) == 1
     assert "subscribed,notify-socket " in gattctl_list(private_bus)["stream"] + " "
-
-
-def watch_events(private_bus):
-    w = Child([gattctl_binary(), "watch", "--json"],
-              env_extra={"DBUS_SYSTEM_BUS_ADDRESS": private_bus.address})
-    assert w.wait_for_line("watching", 10)
-    return w
 
 
 def events_until(w, last):
