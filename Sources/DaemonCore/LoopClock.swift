@@ -4,7 +4,7 @@ public import Mainloop
 
 /// The time source and one-shot timers of `NotificationPacer` and of the BlueZ module's
 /// back-offs and pairing window (registrar, advertiser, `PairingWindow`): the loop's
-/// monotonic clock in the daemon, a manual clock in tests.
+/// monotonic clock in the daemon, `ManualScheduler.clock` (Tests/TestSupport) in tests.
 public struct LoopClock {
     public var now: () -> ContinuousClock.Instant
     /// Runs the closure once at the instant; returns the function that cancels it.

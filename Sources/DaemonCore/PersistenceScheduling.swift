@@ -2,8 +2,9 @@
 
 /// The two kinds of "later" `Persistence` needs from the event loop.
 ///
-/// The daemon passes `EventLoop.afterIteration` and a one-shot `EventLoop.timer(after:)`;
-/// tests pass a manual scheduler and run the callbacks themselves. Both run on the loop
+/// The daemon passes `EventLoop.afterIteration` and a one-shot `EventLoop.timer(after:)`
+/// (`PersistenceScheduling.loop`); tests pass `ManualScheduler.persistenceScheduling`
+/// (Tests/TestSupport) and run the callbacks themselves. Both run on the loop
 /// thread, never concurrently with anything else on it.
 public struct PersistenceScheduling {
     /// Runs the closure once, after the current loop iteration has handled its events.

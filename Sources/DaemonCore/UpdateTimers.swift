@@ -5,7 +5,8 @@ public import Mainloop
 /// How `UpdateScheduler` starts its repeating timers.
 ///
 /// The daemon uses the loop's monotonic repeating timer (no drift; a late loop runs one
-/// tick and skips the missed ones, never a burst); tests pass a manual one.
+/// tick and skips the missed ones, never a burst); tests pass
+/// `ManualScheduler.updateTimers` (Tests/TestSupport).
 public struct UpdateTimers {
     /// Starts a timer that first fires after `first`, then every `period`; returns the
     /// function that cancels it.
