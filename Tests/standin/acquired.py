@@ -6,11 +6,18 @@ A characteristic whose object has the property NotifyAcquired gets AcquireNotify
 of StartNotify, and one with WriteAcquired gets AcquireWrite on the first write instead of
 WriteValue. Two modes:
 
-- "shared" (5.48-5.68, Debian 12's 5.66, the default): one socket per characteristic.
-  AcquireNotify only for the first subscriber; later subscribers just count; the socket
-  is closed when the last one unsubscribes. One write socket per characteristic.
+- "shared" (5.48-5.68, Debian 12's 5.66, the default): one socket per characteristic,
+  exactly as 5.66's ccc_write_cb, acquire_notify_reply and sock_hup do it. A subscriber
+  is counted when AcquireNotify answers; while no socket is held, every subscriber's CCC
+  write calls AcquireNotify (two centrals subscribing at once make two calls, and the
+  second answer replaces the first socket, which bluetoothd forgets but keeps reading:
+  every datagram on either goes to all subscribers); later subscribers just count. The
+  last unsubscribe closes the socket held, or calls StopNotify when none is held (a
+  hang-up of any notify socket makes bluetoothd forget the one it holds, and it keeps
+  reading that one). One write socket per characteristic.
 - "per-device" (5.76 and later, Debian 13's 5.82): one notify socket and one write socket
-  per central; a central's unsubscribe closes its own socket.
+  per central; a central's unsubscribe closes its own socket. The adapter then has the
+  Adapter1 properties 5.82 adds (Manufacturer, Version, Connectable).
 
 What gattd writes to a notify socket is recorded as a notification (like a
 PropertiesChanged Value), with the number of centrals it reaches. Writes go out as
@@ -70,6 +77,25 @@ class Acquired:
         self.socket_types = []    # SO_TYPE of every socket gattd handed over
         self.fell_back = set()    # paths whose AcquireNotify failed: StartNotify/StopNotify instead
         self.pending_notify = set()  # keys whose AcquireNotify has not been answered yet
+        self.lost = []            # shared notify sockets bluetoothd forgot but still reads
+        self.counts = {}          # path -> subscribers counted (5.66's ntfy_cnt), shared mode
+
+    # Adapter1 properties of a release with one socket per central (5.82's set).
+    PER_DEVICE_ADAPTER = {"Manufacturer": dbus.UInt16(0x05F1), "Version": dbus.Byte(0x0C),
+                          "Connectable": dbus.Boolean(True)}
+
+    def adapter_properties(self):
+        return dict(self.PER_DEVICE_ADAPTER) if self.mode == "per-device" else {}
+
+    def set_mode(self, mode):
+        import bluez_objects
+        self.mode = mode
+        for adapter in self.daemon.adapters.values():
+            if mode == "per-device":
+                adapter.update(bluez_objects.ADAPTER, **self.PER_DEVICE_ADAPTER)
+            else:
+                for name in self.PER_DEVICE_ADAPTER:
+                    adapter.props[bluez_objects.ADAPTER].pop(name, None)
 
     # -- bookkeeping -------------------------------------------------------------
 
@@ -85,7 +111,7 @@ class Acquired:
         return (str(path), str(device) if self.mode == "per-device" else None)
 
     def sockets(self, path=None):
-        return [s for s in list(self.notify.values()) + list(self.write.values())
+        return [s for s in list(self.notify.values()) + self.lost + list(self.write.values())
                 if path is None or s.path == str(path)]
 
     def _take(self, reply, member, path):
@@ -119,15 +145,22 @@ class Acquired:
                 fallback()
             return True
         if key in self.notify:
-            return True                 # shared socket: later subscribers only count
-        if self.mode == "shared" and not first:
-            return True                 # the first subscriber's AcquireNotify is under way
+            if self.mode == "shared":   # shared socket: later subscribers only count
+                self.counts[key[0]] = self.counts.get(key[0], 0) + 1
+            return True
 
         def on_reply(*reply):
             self.pending_notify.discard(key)
             fd, got_mtu = self._take(reply, "AcquireNotify", attr.path)
             sock = Socket(fd, attr.path, key[1], got_mtu, "notify")
             sock.watch = GLib.io_add_watch(fd, GLib.IO_IN | GLib.IO_HUP | GLib.IO_ERR, self._readable, sock)
+            if self.mode == "shared":
+                old = self.notify.get(key)
+                if old is not None:     # 5.66: chrc->notify_io is overwritten, the old io kept
+                    self.daemon.log("AcquireNotify %s answered again: the previous socket is forgotten"
+                                    % attr.path)
+                    self.lost.append(old)
+                self.counts[key[0]] = self.counts.get(key[0], 0) + 1
             self.notify[key] = sock
             for listener in list(self.gatt.listeners):
                 listener("acquired", attr.path)
@@ -146,8 +179,22 @@ class Acquired:
 
     def unsubscribe(self, attr, device, last):
         key = self._key(attr.path, device)
-        if self.mode == "shared" and not last:
-            return
+        if self.mode == "shared":
+            count = self.counts.get(key[0], 0)
+            if count == 0:
+                if key in self.pending_notify:
+                    self.daemon.log("%s unsubscribed before AcquireNotify on %s answered: "
+                                    "its socket will stay open" % (device, attr.path))
+                return
+            self.counts[key[0]] = count - 1
+            if count > 1:
+                return
+            if key not in self.notify:  # 5.66: no socket held, so StopNotify
+                app, _ = self.gatt.find(attr.path)
+                if app is not None:
+                    self.daemon.send_no_reply(app.owner, attr.path, CHRC, "StopNotify")
+                    self.daemon.log("StopNotify %s: no notify socket held" % attr.path)
+                return
         sock = self.notify.pop(key, None)
         if sock is None and key in self.pending_notify:
             # bluetoothd counts a subscriber only when AcquireNotify answers, so the socket
@@ -172,6 +219,14 @@ class Acquired:
         # gattd closed its end: sock_hup
         self.daemon.log("%s socket of %s hung up by the app" % (sock.kind, sock.path))
         table = self.notify if sock.kind == "notify" else self.write
+        if sock in self.lost:
+            self.lost.remove(sock)
+        if sock.kind == "notify" and self.mode == "shared":
+            # 5.66's sock_hup: whichever notify io hung up, the one held is forgotten (and
+            # still read).
+            held = self.notify.pop((sock.path, None), None)
+            if held is not None and held is not sock:
+                self.lost.append(held)
         for key, value in list(table.items()):
             if value is sock:
                 del table[key]
@@ -248,3 +303,8 @@ class Acquired:
         for table in (self.notify, self.write):
             for key in [k for k in table if k[0] in paths]:
                 table.pop(key).close()
+        for sock in [s for s in self.lost if s.path in paths]:
+            self.lost.remove(sock)
+            sock.close()
+        for path in paths:
+            self.counts.pop(path, None)

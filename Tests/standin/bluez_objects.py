@@ -195,6 +195,7 @@ class AdapterObject(PropertiesObject):
                                      "00001801-0000-1000-8000-00805f9b34fb"], signature="s"),
                 "Modalias": dbus.String("usb:v1D6Bp0246d0542"),
                 "Roles": dbus.Array(["central", "peripheral"], signature="s"),
+                **daemon.acquired.adapter_properties(),
             },
             GATT_MANAGER: {},
             ADV_MANAGER: {

@@ -168,6 +168,12 @@ class ControlObject(dbus.service.Object):
     def Subscribe(self, path, device):
         return self.d.central.subscribe(path, device)
 
+    @dbus.service.method(IFACE, in_signature="oao", out_signature="ay")
+    def SubscribeAtOnce(self, path, devices):
+        """CCC enables from several centrals handled in one go, before any AcquireNotify is
+        answered (centrals subscribing at the same moment)."""
+        return dbus.ByteArray(bytes(self.d.central.subscribe(path, device) for device in devices))
+
     @dbus.service.method(IFACE, in_signature="oo", out_signature="y")
     def Unsubscribe(self, path, device):
         return self.d.central.unsubscribe(path, device)
@@ -179,7 +185,7 @@ class ControlObject(dbus.service.Object):
         """"shared" (bluetoothd 5.66: one socket per characteristic) or "per-device" (5.76+)."""
         if mode not in ("shared", "per-device"):
             raise control_error("unknown acquire mode %s" % mode)
-        self.d.acquired.mode = str(mode)
+        self.d.acquired.set_mode(str(mode))
 
     @dbus.service.method(IFACE, in_signature="q", out_signature="")
     def SetLinkMTU(self, mtu):
