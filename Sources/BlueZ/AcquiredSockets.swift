@@ -14,9 +14,11 @@ internal import SystemCalls
 ///
 /// - Notify: bluetoothd 5.66 acquires one socket per characteristic, shared by every
 ///   subscribed central, and closes it when the last one unsubscribes; from 5.69 it
-///   acquires one per central (`device` in the options), and from 5.76 a datagram on it
-///   goes to that central only. Either way a notification is written to every socket the
-///   characteristic has, and the characteristic is subscribed while it has one. From
+///   acquires one per central, and from 5.76 a datagram on it goes to that central only.
+///   The options name a `device` either way (on 5.66 the first subscriber), so `model`
+///   (from the adapter) says which. A notification is written to every socket the
+///   characteristic has, and the characteristic is subscribed while it has one; on a
+///   shared socket a second `AcquireNotify` closes the first, which bluetoothd lost. From
 ///   5.80 bluetoothd writes a byte `0x01` back when a central confirms an indication.
 /// - Write: bluetoothd acquires a socket on a central's first write (one per central from
 ///   5.69) and sends each written value as one datagram, acknowledged to the central
@@ -66,6 +68,8 @@ final class AcquiredSockets {
     private let service: RequestService
     private let logger: Logger
     private var notifySockets: [String: [Socket]] = [:]
+    /// How this bluetoothd shares notify sockets, from its release (`NotifySocketModel`).
+    var model: NotifySocketModel = .unknown
     private var writeSockets: [String: [Socket]] = [:]
     /// A central named by bluetoothd (the `device` option) subscribed through its own notify
     /// socket (`true`) or left (`false`): CoreBluetooth's per-central subscription.
@@ -110,6 +114,7 @@ final class AcquiredSockets {
         socket.watch = loop.watch(fd: socket.fd, events: .readable) { [unowned self, unowned socket] events in
             self.notifySocketReady(attribute, socket, events)
         }
+        if socket.device == nil || model == .shared { closeLost(attribute) }
         notifySockets[attribute.id, default: []].append(socket)
         _ = service.setNotifying(attribute, true)
         logger.info(
@@ -117,6 +122,21 @@ final class AcquiredSockets {
                 "device": "\(socket.device ?? "")", "mtu": "\(socket.mtu)"])
         if let device = socket.device { onCentralSubscription?(attribute, device, true) }
         return (peer, UInt16(clamping: socket.mtu))
+    }
+
+    /// A shared socket is acquired once per characteristic; a second `AcquireNotify` while
+    /// one is open means bluetoothd lost the first (5.66 when two centrals subscribe at
+    /// once: it keeps reading it, so every value would reach each central twice, and never
+    /// closes it, so the subscription would never end). The open ones are closed.
+    private func closeLost(_ attribute: Attribute) {
+        guard let lost = notifySockets.removeValue(forKey: attribute.id) else { return }
+        for socket in lost {
+            socket.close()
+            logger.warning(
+                "bluetoothd acquired a second shared notify socket: closed the one it lost",
+                metadata: ["gatt.id": "\(attribute.id)", "device": "\(socket.device ?? "")"])
+            if let device = socket.device { onCentralSubscription?(attribute, device, false) }
+        }
     }
 
     /// A new socket on which bluetoothd sends the values centrals write to `attribute`.

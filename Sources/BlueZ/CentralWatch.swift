@@ -87,9 +87,12 @@ public final class CentralWatch {
                 member: Freedesktop.propertiesChanged, arg0: BlueZNames.adapter
             ) { [unowned self] message in
                 guard let arguments = try? message.arguments(), arguments.count >= 2,
-                    let powered = arguments[1].variantDictionaryValue("Powered")?.asBool
+                    let changed = arguments[1].variantDictionaryEntries
                 else { return }
-                self.onEvent?(.powered(powered))
+                self.adapterProperties(changed.map(\.0))
+                if let powered = arguments[1].variantDictionaryValue("Powered")?.asBool {
+                    self.onEvent?(.powered(powered))
+                }
             })
         subscriptions.append(
             connection.subscribe(
@@ -135,6 +138,12 @@ public final class CentralWatch {
             var foundConnected: [(String, String)] = []
             for entry in objects {
                 let interfaces = entry.value
+                if entry.key.asObjectPath == path,
+                    let adapter = interfaces.dictionaryEntries?.first(where: { $0.key.asString == BlueZNames.adapter })?
+                        .value.variantDictionaryEntries
+                {
+                    adapterProperties(adapter.map(\.0))
+                }
                 guard let device = entry.key.asObjectPath, device.isDescendant(of: path), centrals[device.rawValue] == nil,
                     let properties = interfaces.dictionaryEntries?.first(where: {
                         $0.key.asString == BlueZNames.device
@@ -154,8 +163,23 @@ public final class CentralWatch {
         }
     }
 
+    /// How bluetoothd shares notify sockets, from the names of the adapter's properties
+    /// (`NotifySocketModel`); `.unknown` until they are read and after the adapter left.
+    public private(set) var notifySocketModel: NotifySocketModel = .unknown {
+        didSet { if notifySocketModel != oldValue { onNotifySocketModel?(notifySocketModel) } }
+    }
+    public var onNotifySocketModel: ((NotifySocketModel) -> Void)?
+    private var adapterPropertyNames: Set<String> = []
+
+    private func adapterProperties(_ names: [String]) {
+        adapterPropertyNames.formUnion(names)
+        notifySocketModel = NotifySocketModel(adapterProperties: adapterPropertyNames)
+    }
+
     /// bluetoothd or the adapter went away: every connected central is disconnected.
     public func adapterGone() {
+        adapterPropertyNames = []
+        notifySocketModel = .unknown
         generation += 1
         for subscription in subscriptions { subscription.cancel() }
         subscriptions.removeAll()

@@ -55,16 +55,29 @@ public final class GattApplication: NotificationSink {
             logger: logger)
         requests.trustedSender = previous.trustedSender
         requests.sockets.onCentralSubscription = onCentralSubscription
+        requests.sockets.model = previous.sockets.model
         try build(configuration)
         service.notifier.sink = self
     }
 
     /// A central that bluetoothd names subscribed to a characteristic through its own
     /// `AcquireNotify` socket (`true`), or that socket closed (`false`). bluetoothd names the
-    /// central in `AcquireNotify`'s `device` option: one socket per central on 5.76+; on 5.66
-    /// one shared socket, named after the central that subscribed first.
+    /// central in `AcquireNotify`'s `device` option: one socket per central from 5.69; on
+    /// 5.66 one shared socket, named after the central that subscribed first.
     public var onCentralSubscription: ((Attribute, String, Bool) -> Void)? {
         didSet { requests.sockets.onCentralSubscription = onCentralSubscription }
+    }
+
+    /// How bluetoothd shares notify sockets (`CentralWatch` learns it from the adapter):
+    /// decides whether a second shared socket means the first was lost, and whether values
+    /// can be sent to chosen centrals.
+    public var notifySocketModel: NotifySocketModel {
+        get { requests.sockets.model }
+        set {
+            guard newValue != requests.sockets.model else { return }
+            requests.sockets.model = newValue
+            logger.info("bluetoothd's notify sockets", metadata: ["model": "\(newValue)"])
+        }
     }
 
     /// The unique name of the `org.bluez` owner whose calls are trusted.

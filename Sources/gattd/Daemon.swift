@@ -172,6 +172,7 @@ final class Daemon {
                 self.security.centralConnected(device: device, address: address, centrals: self.centrals)
             }
         }
+        centrals.onNotifySocketModel = { [unowned self] model in self.application.notifySocketModel = model }
         security.start(control: control, centrals: centrals)
         advertiser.onStateChange = { [unowned self] in self.control.advertisementEvent(id: $0, state: $1) }
         if let interval = systemd.watchdogInterval {

@@ -98,3 +98,15 @@ struct CentralWatchTests {
         #expect(w.events == [.powered(false)])
     }
 }
+
+@Suite("NotifySocketModel: bluetoothd's socket model from the adapter's properties")
+struct NotifySocketModelTests {
+    @Test func theAdapterPropertiesShowTheRelease() {
+        let base: Set<String> = ["Address", "Powered", "Roles", "ExperimentalFeatures"]
+        #expect(NotifySocketModel(adapterProperties: base) == .shared)
+        #expect(NotifySocketModel(adapterProperties: base.union(["Manufacturer", "Version"])) == .perCentral)
+        #expect(
+            NotifySocketModel(adapterProperties: base.union(["Manufacturer", "Version", "Connectable"])) == .targeted)
+    }
+}
+
