@@ -18,7 +18,8 @@ internal import SystemCalls
 ///   The options name a `device` either way (on 5.66 the first subscriber), so `model`
 ///   (from the adapter) says which. A notification is written to every socket the
 ///   characteristic has, and the characteristic is subscribed while it has one; on a
-///   shared socket a second `AcquireNotify` closes the first, which bluetoothd lost. From
+///   shared socket a second `AcquireNotify` closes the first, which bluetoothd lost. A
+///   value for chosen centrals goes to their sockets only, where `model` allows. From
 ///   5.80 bluetoothd writes a byte `0x01` back when a central confirms an indication.
 /// - Write: bluetoothd acquires a socket on a central's first write (one per central from
 ///   5.69) and sends each written value as one datagram, acknowledged to the central
@@ -206,6 +207,38 @@ final class AcquiredSockets {
             }
         }
         return delivered
+    }
+
+    /// Writes `value` as one datagram to the notify sockets of the centrals `addresses`
+    /// (`AA:BB:CC:DD:EE:FF`, upper case) only; refused, with nothing sent, unless every one
+    /// has its own socket and bluetoothd sends a socket's datagrams to its central alone.
+    func send(_ attribute: Attribute, value: [UInt8], to addresses: [String]) -> Result<Void, TargetRefusal> {
+        let sockets = notifySockets[attribute.id] ?? []
+        guard !sockets.isEmpty else { return .failure(.signalPath) }
+        guard model == .targeted, sockets.allSatisfy({ $0.device != nil }) else {
+            return .failure(.untargetable(model == .targeted ? .shared : model))
+        }
+        var chosen: [(String, Socket)] = []
+        for address in addresses {
+            let socket = sockets.first { CentralWatch.address(fromPath: $0.device ?? "") == address }
+            guard let socket else { return .failure(.noSocket(address)) }
+            chosen.append((address, socket))
+        }
+        var missed: [String] = []
+        for (address, socket) in chosen {
+            let result = value.withUnsafeBytes { SeqPacketSocket.send(socket.fd, $0) }
+            switch result {
+            case .sent: continue
+            case .wouldBlock: missed.append("\(address) (bluetoothd is not reading its socket)")
+            case .closed:
+                missed.append("\(address) (its socket closed)")
+                closeNotify(attribute, socket, why: "closed by bluetoothd")
+            case .failed(let error):
+                missed.append("\(address) (\(error))")
+                closeNotify(attribute, socket, why: "\(error)")
+            }
+        }
+        return missed.isEmpty ? .success(()) : .failure(.notSent(missed))
     }
 
     /// bluetoothd closed a notify socket (its central, or for 5.66 the last one,

@@ -219,6 +219,11 @@ public final class CentralWatch {
         }.sorted { $0.address < $1.address }
     }
 
+    /// The device object of the connected central with `address` (any case).
+    public func connectedDevice(address: String) -> String? {
+        centrals.first { $0.value.connected && $0.value.address.uppercased() == address.uppercased() }?.key
+    }
+
     /// Whether bluetoothd keeps a bond with `device`.
     public func isBonded(_ device: String) -> Bool { centrals[device]?.isBonded ?? false }
 

@@ -165,6 +165,20 @@ public final class GattApplication: NotificationSink {
         exportedPaths.removeAll()
     }
 
+    /// `value` to the centrals `addresses` only (CoreBluetooth's `onSubscribedCentrals:`),
+    /// through their own notify sockets; the stored value does not change. Refused, naming
+    /// why, where bluetoothd cannot target them: never sent to all instead.
+    public func send(_ attribute: Attribute, value: [UInt8], to addresses: [String]) -> Result<Void, TargetRefusal> {
+        guard attribute.isNotifying else { return .failure(.notSubscribed) }
+        let result = requests.sockets.send(attribute, value: value, to: addresses)
+        if case .success = result {
+            logger.debug(
+                "notified chosen centrals",
+                metadata: ["gatt.id": "\(attribute.id)", "length": "\(value.count)", "centrals": "\(addresses)"])
+        }
+        return result
+    }
+
     /// A subscribed characteristic's new value goes out as one datagram on each socket
     /// bluetoothd acquired for it (`acquireNotify`), else as PropertiesChanged(Value); either
     /// way bluetoothd turns it into a notification or indication for the subscribed centrals.

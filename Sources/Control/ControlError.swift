@@ -29,6 +29,9 @@ public enum ControlError: Error, Equatable, Sendable {
     case pairingUnavailable(String)
     /// `RemoveBond` for an address bluetoothd keeps no bond with.
     case unknownBond(String)
+    /// `SetValueWithOptions` with `centrals`: the value cannot reach exactly those
+    /// centrals (the reason in words); it was not sent to anyone instead.
+    case cannotTarget(String)
     /// gattd could not do it for another reason, in plain words.
     case failed(String)
 
@@ -44,6 +47,7 @@ public enum ControlError: Error, Equatable, Sendable {
         public static let notRegistered = ControlNames.errorPrefix + "NotRegistered"
         public static let pairingUnavailable = ControlNames.errorPrefix + "PairingUnavailable"
         public static let unknownBond = ControlNames.errorPrefix + "UnknownBond"
+        public static let cannotTarget = ControlNames.errorPrefix + "CannotTarget"
         public static let failed = ControlNames.errorPrefix + "Failed"
     }
 
@@ -59,6 +63,7 @@ public enum ControlError: Error, Equatable, Sendable {
         case .notRegistered: Name.notRegistered
         case .pairingUnavailable: Name.pairingUnavailable
         case .unknownBond: Name.unknownBond
+        case .cannotTarget: Name.cannotTarget
         case .failed: Name.failed
         }
     }
@@ -86,6 +91,8 @@ public enum ControlError: Error, Equatable, Sendable {
             reason
         case .unknownBond(let address):
             "no bond with \(address)"
+        case .cannotTarget(let reason):
+            reason
         case .failed(let text):
             text
         }

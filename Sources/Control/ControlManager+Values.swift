@@ -78,4 +78,42 @@ extension ControlManager {
             }
         }
     }
+
+    /// `SetValueWithOptions` with `centrals`: `bytes` as a notification or indication to
+    /// those centrals only, through their own sockets; the stored value does not change
+    /// (nothing is saved, no `ValueChanged`). Refused, naming why, where they cannot be
+    /// reached that way: never sent to every subscriber instead.
+    func setValue(id: String, to bytes: [UInt8], centrals addresses: [String], call: MethodCall) {
+        let attribute: Attribute
+        switch characteristic(id: id) {
+        case .success(let found): attribute = found
+        case .failure(let error): return refuse(call, error)
+        }
+        guard (attribute.minLength...attribute.maxLength).contains(bytes.count) else {
+            let error = ControlError.invalidValueLength(
+                id: id, length: bytes.count, minimum: attribute.minLength, maximum: attribute.maxLength)
+            return refuse(call, error)
+        }
+        if let centrals {
+            for address in addresses where centrals.connectedDevice(address: address) == nil {
+                return refuse(call, .cannotTarget("\(address) is not connected"))
+            }
+        }
+        guard let sendToCentrals else {
+            return refuse(call, .cannotTarget("\(id) cannot reach chosen centrals here"))
+        }
+        switch sendToCentrals(attribute, bytes, addresses) {
+        case .success:
+            logger.debug(
+                "value sent to chosen centrals",
+                metadata: ["gatt.id": "\(id)", "centrals": "\(addresses)", "sender": "\(call.sender ?? "?")"])
+            call.reply()
+        case .failure(let refusal):
+            if case .notSent = refusal {
+                refuse(call, .failed(refusal.message(id: id)))
+            } else {
+                refuse(call, .cannotTarget(refusal.message(id: id)))
+            }
+        }
+    }
 }

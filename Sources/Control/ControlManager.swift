@@ -73,6 +73,9 @@ public final class ControlManager: DBusObject {
     /// How many notify and write sockets bluetoothd holds for a characteristic (the GATT
     /// application's `AcquireNotify`/`AcquireWrite` sockets); nil: none are ever counted.
     public var acquiredSockets: ((String) -> (notify: Int, write: Int))?
+    /// Sends a value to chosen centrals only (`GattApplication.send(_:value:to:)`); nil:
+    /// no centrals can be chosen.
+    public var sendToCentrals: ((Attribute, [UInt8], [String]) -> Result<Void, TargetRefusal>)?
 
     public init(
         configuration: Configuration, service: RequestService, advertiser: Advertiser?, connection: BusConnection,
@@ -142,6 +145,12 @@ public final class ControlManager: DBusObject {
         case .listCharacteristics: call.reply([listCharacteristics()])
         case .getValue(let id): answer(call, getValue(id: id).map { [.bytes($0)] })
         case .setValue(let id, let value): setValue(id: id, to: value, call: call)
+        case .setValueWithOptions(let id, let value, let centrals):
+            if let centrals {
+                setValue(id: id, to: value, centrals: centrals, call: call)
+            } else {
+                setValue(id: id, to: value, call: call)
+            }
         case .setAdvertising(let id, let enabled): setAdvertising(id: id, enabled: enabled, call: call)
         case .setAdvertisementData(let id, let changes, let persist):
             setAdvertisementData(id: id, changes: changes, persist: persist, call: call)

@@ -12,6 +12,9 @@ public enum ControlRequest: Equatable, Sendable {
     case listCharacteristics
     case getValue(id: String)
     case setValue(id: String, value: [UInt8])
+    /// `SetValueWithOptions`: with `centrals` (addresses, upper case), the value goes to
+    /// those centrals only and is not stored; without, it is `setValue`.
+    case setValueWithOptions(id: String, value: [UInt8], centrals: [String]?)
     case setAdvertising(id: String, enabled: Bool)
     case setAdvertisementData(id: String, changes: String, persist: Bool)
     case getStatus
@@ -52,6 +55,19 @@ public enum ControlRequest: Equatable, Sendable {
         Method("ListCharacteristics", out: "aa{sv}") { _ in .listCharacteristics },
         Method("GetValue", in: "s", out: "ay") { .getValue(id: id($0)) },
         Method("SetValue", in: "say") { .setValue(id: id($0), value: $0[1].asBytes ?? []) },
+        Method("SetValueWithOptions", in: "saya{sv}") { arguments throws(DBusError) in
+            var centrals: [String]?
+            for (key, value) in arguments[2].variantDictionaryEntries ?? [] {
+                guard key == "centrals" else {
+                    throw .invalidArgs("SetValueWithOptions: unknown option \"\(key)\" (known: centrals)")
+                }
+                guard let addresses = value.asStringArray else {
+                    throw .invalidArgs("SetValueWithOptions: option centrals takes an array of strings (as)")
+                }
+                centrals = try ControlRequest.addresses(addresses, method: "SetValueWithOptions", option: "centrals")
+            }
+            return .setValueWithOptions(id: id(arguments), value: arguments[1].asBytes ?? [], centrals: centrals)
+        },
         Method("StartAdvertising", in: "s") { .setAdvertising(id: id($0), enabled: true) },
         Method("StopAdvertising", in: "s") { .setAdvertising(id: id($0), enabled: false) },
         Method("SetAdvertisementData", in: "ssb") {
@@ -80,13 +96,6 @@ public enum ControlRequest: Equatable, Sendable {
             return .openPairing(seconds: Int(seconds))
         },
         Method("ListBonds", out: "aa{sv}") { _ in .listBonds },
-        Method("RemoveBond", in: "s") { arguments throws(DBusError) in
-            let address = id(arguments)
-            guard isAddress(address) else {
-                throw .invalidArgs("RemoveBond: \"\(address)\" is not an address like AA:BB:CC:DD:EE:FF")
-            }
-            return .removeBond(address: address.uppercased())
-        },
     ]
 
     /// Decodes a call made outside D-Bus dispatch (tests, tools): the member is looked up
@@ -104,6 +113,20 @@ public enum ControlRequest: Equatable, Sendable {
 
     /// The first argument, an id (or an address).
     private static func id(_ arguments: [DBusValue]) -> String { arguments[0].asString ?? "" }
+
+    /// Addresses named in `option` of `method`: at least one, each an address (upper-cased,
+    /// duplicates dropped); else `InvalidArgs` naming the first bad one.
+    static func addresses(_ texts: [String], method: String, option: String) throws(DBusError) -> [String] {
+        guard !texts.isEmpty else { throw .invalidArgs("\(method): option \(option) names no central") }
+        var seen: [String] = []
+        for text in texts {
+            guard isAddress(text) else {
+                throw .invalidArgs("\(method): \(option): \"\(text)\" is not an address like AA:BB:CC:DD:EE:FF")
+            }
+            if !seen.contains(text.uppercased()) { seen.append(text.uppercased()) }
+        }
+        return seen
+    }
 
     /// `AA:BB:CC:DD:EE:FF`, hex digits of either case.
     static func isAddress(_ text: String) -> Bool {

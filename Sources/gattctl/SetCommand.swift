@@ -21,6 +21,13 @@ struct SetCommand: ParsableCommand {
             notifies subscribed centrals as a value-source tick does (an unchanged value is not \
             notified again), and answers once a persistent value is saved.
 
+            --to ADDRESS[,ADDRESS...] sends the value to those subscribed centrals only, as a \
+            notification or indication, and does not store it (other centrals neither get it \
+            nor read it). Only through their own sockets: an acquireNotify characteristic on \
+            BlueZ 5.79 or later. Where bluetoothd cannot target them (a shared socket as on \
+            BlueZ 5.66, the signal path, a central without its own socket, one not connected \
+            or not subscribed) gattd refuses with the reason and sends nothing (exit 5).
+
             \(ExitStatus.helpText)
             """)
 
@@ -29,6 +36,9 @@ struct SetCommand: ParsableCommand {
 
     @Argument(help: "The value as a JSON typed value (omit when a shortcut option is given).")
     var value: String?
+
+    @Option(name: .long, help: "Send to these centrals only (addresses, comma-separated); the value is not stored.")
+    var to: String?
 
     @Option(help: "Hex digits; spaces, ':' and '-' may separate them.")
     var hex: String?
@@ -82,6 +92,13 @@ struct SetCommand: ParsableCommand {
     func run() throws {
         let bytes = try ValueInput.bytes(json: value, shortcut: shortcuts.first)
         let client = try ControlClient()
+        if let to {
+            let centrals = to.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            _ = try client.call(
+                "SetValueWithOptions",
+                [.string(id), .bytes(bytes), .variantDictionary([("centrals", .stringArray(centrals))])])
+            return
+        }
         _ = try client.call("SetValue", [.string(id), .bytes(bytes)])
     }
 }

@@ -73,6 +73,9 @@ final class Daemon {
             configuration: configuration, service: service, advertiser: advertiser, connection: connection,
             version: gattdVersion, logger: logger)
         control.acquiredSockets = { [unowned application] id in application.acquiredSockets(of: id) }
+        control.sendToCentrals = { [unowned application] attribute, value, addresses in
+            application.send(attribute, value: value, to: addresses)
+        }
         application.onCentralSubscription = { [unowned control] attribute, device, subscribed in
             control.centralSubscriptionEvent(attribute, device: device, subscribed: subscribed)
         }

@@ -34,4 +34,40 @@ struct ControlRequestTests {
         }
         #expect(throws: DBusError.unknownMethod("no method Reboot")) { try ControlRequest(member: "Reboot", arguments: []) }
     }
+
+    @Test func setValueWithOptionsNamesCentralsByAddress() throws {
+        let centrals: DBusValue = .variantDictionary([
+            ("centrals", .stringArray(["aa:bb:cc:dd:ee:ff", "00:11:22:33:44:55", "AA:BB:CC:DD:EE:FF"]))
+        ])
+        #expect(
+            try ControlRequest(member: "SetValueWithOptions", arguments: [.string("tx"), .bytes([1]), centrals])
+                == .setValueWithOptions(id: "tx", value: [1], centrals: ["AA:BB:CC:DD:EE:FF", "00:11:22:33:44:55"]))
+        #expect(
+            try ControlRequest(
+                member: "SetValueWithOptions", arguments: [.string("tx"), .bytes([1]), .variantDictionary([])])
+                == .setValueWithOptions(id: "tx", value: [1], centrals: nil))
+        let refused: [(DBusValue, String)] = [
+            (
+                .variantDictionary([("to", .string("x"))]),
+                "SetValueWithOptions: unknown option \"to\" (known: centrals)"
+            ),
+            (
+                .variantDictionary([("centrals", .string("AA:BB:CC:DD:EE:FF"))]),
+                "SetValueWithOptions: option centrals takes an array of strings (as)"
+            ),
+            (
+                .variantDictionary([("centrals", .stringArray([]))]),
+                "SetValueWithOptions: option centrals names no central"
+            ),
+            (
+                .variantDictionary([("centrals", .stringArray(["AA:BB:CC:DD:EE:FF", "AA:BB:CC:DD:EE"]))]),
+                "SetValueWithOptions: centrals: \"AA:BB:CC:DD:EE\" is not an address like AA:BB:CC:DD:EE:FF"
+            ),
+        ]
+        for (options, message) in refused {
+            #expect(throws: DBusError.invalidArgs(message)) {
+                try ControlRequest(member: "SetValueWithOptions", arguments: [.string("tx"), .bytes([1]), options])
+            }
+        }
+    }
 }

@@ -105,3 +105,114 @@ def test_per_device_sockets_are_not_taken_for_lost_ones(gattd, standin, manager)
     manager.SetValue("stream", dbus.ByteArray(b"\x07\x00\x00\x00"))
     standin.call("WaitForNotifications", stream, dbus.UInt32(2), WAIT_MS)
     assert sorted(int(n) for _, _, n in standin.call("Sockets", stream, "notify")) == [1, 1]
+
+
+# -- item 2: values for chosen centrals -------------------------------------------------------
+
+def test_a_value_for_chosen_centrals_reaches_only_them(gattd, standin, manager, private_bus):
+    per_device(standin, gattd)
+    connect(standin, ADDRESS, ADDRESS2)
+    stream = path_of(standin, STREAM)
+    standin.call("Subscribe", stream, DEVICE)
+    standin.call("Subscribe", stream, DEVICE2)
+    assert wait_sockets(standin, stream, 2) == 2
+    stored = read(standin, STREAM)
+
+    out = gattctl(private_bus, "set", "stream", "--hex", "0a0b0c0d", "--to", ADDRESS2.lower())
+    assert out.returncode == 0, out.stderr
+    values = standin.call("WaitForNotifications", stream, dbus.UInt32(1), WAIT_MS)
+    assert bytes(values[0]) == b"\x0a\x0b\x0c\x0d"
+    counts = {str(d): int(n) for d, _, n in standin.call("Sockets", stream, "notify")}
+    assert counts == {DEVICE: 0, DEVICE2: 1}
+    assert read(standin, STREAM) == stored          # not stored: others neither get nor read it
+
+    manager.SetValueWithOptions("stream", dbus.ByteArray(b"\x01\x02\x03\x04"),
+                                dbus.Dictionary({"centrals": dbus.Array([ADDRESS, ADDRESS2], signature="s")},
+                                                signature="sv"))
+    standin.call("WaitForNotifications", stream, dbus.UInt32(3), WAIT_MS)
+    counts = {str(d): int(n) for d, _, n in standin.call("Sockets", stream, "notify")}
+    assert counts == {DEVICE: 1, DEVICE2: 2}
+    # Without centrals it is SetValue: stored and sent to every subscriber.
+    manager.SetValueWithOptions("stream", dbus.ByteArray(b"\x05\x00\x00\x00"), dbus.Dictionary({}, signature="sv"))
+    standin.call("WaitForNotifications", stream, dbus.UInt32(5), WAIT_MS)
+    assert read(standin, STREAM) == b"\x05\x00\x00\x00"
+
+
+def test_the_writer_alone_gets_the_answer(gattd, standin, manager, private_bus):
+    """Request/response over notify: a program hears who wrote (ValueWritten's device, or a
+    handler's request `device`) and answers that central only."""
+    per_device(standin, gattd)
+    connect(standin, ADDRESS, ADDRESS2)
+    stream = path_of(standin, STREAM)
+    standin.call("Subscribe", stream, DEVICE)
+    standin.call("Subscribe", stream, DEVICE2)
+    assert wait_sockets(standin, stream, 2) == 2
+    w = Child([gattctl_binary(), "watch", "--json"], env_extra={"DBUS_SYSTEM_BUS_ADDRESS": private_bus.address})
+    try:
+        assert w.wait_for_line("watching", 10)
+        write(standin, CMD, b"\x2a", device=DEVICE2)
+        line = w.out.wait_for(lambda l: '"event":"written"' in l.replace(" ", ""), 10)
+        assert line is not None
+    finally:
+        w.stop()
+    written = json.loads(line)
+    assert written["id"] == "cmd" and written["hex"] == "2a", written
+    writer = written["device"]
+    assert writer == DEVICE2
+    address = writer.rsplit("/dev_", 1)[1].replace("_", ":")
+    manager.SetValueWithOptions("stream", dbus.ByteArray(b"\x2a\x00\x00\x00"),
+                                dbus.Dictionary({"centrals": dbus.Array([address], signature="s")}, signature="sv"))
+    standin.call("WaitForNotifications", stream, dbus.UInt32(1), WAIT_MS)
+    assert {str(d): int(n) for d, _, n in standin.call("Sockets", stream, "notify")} == {DEVICE: 0, DEVICE2: 1}
+
+
+def refused(private_bus, *args):
+    out = gattctl(private_bus, "set", *args)
+    assert out.returncode != 0, out.stdout
+    return out.returncode, out.stderr.strip()
+
+
+def test_chosen_centrals_are_refused_where_bluetoothd_cannot_target(gattd, standin, private_bus):
+    connect(standin, ADDRESS, ADDRESS2)
+    stream = path_of(standin, STREAM)
+    plain = path_of(standin, PLAIN)
+    # 5.66: one shared socket; a value on it reaches every subscriber.
+    standin.call("Subscribe", stream, DEVICE)
+    assert wait_sockets(standin, stream, 1) == 1
+    code, err = refused(private_bus, "stream", "--hex", "01020304", "--to", ADDRESS)
+    assert code == 5 and "shares one socket among all subscribers" in err, err
+    # The signal path: PropertiesChanged goes to every subscriber.
+    standin.call("Subscribe", plain, DEVICE)
+    code, err = refused(private_bus, "plain", "--hex", "01", "--to", ADDRESS)
+    assert code == 5 and "signal path" in err, err
+    assert len(standin.call("Notifications", stream)) == 0
+    assert len(standin.call("Notifications", plain)) == 0
+
+    standin.call("Unsubscribe", stream, DEVICE)
+    assert wait_sockets(standin, stream, 0) == 0
+    per_device(standin, gattd)
+    standin.call("Subscribe", stream, DEVICE)
+    assert wait_sockets(standin, stream, 1) == 1
+    # Connected but not subscribed; not connected at all: nothing sent to anyone.
+    code, err = refused(private_bus, "stream", "--hex", "01020304", "--to", "%s,%s" % (ADDRESS, ADDRESS2))
+    assert code == 5 and "%s is not subscribed to stream through a socket of its own" % ADDRESS2 in err, err
+    code, err = refused(private_bus, "stream", "--hex", "01020304", "--to", STRANGER)
+    assert code == 5 and "%s is not connected" % STRANGER in err, err
+    assert all(int(n) == 0 for _, _, n in standin.call("Sockets", stream, "notify"))
+    # Bad input, named.
+    code, err = refused(private_bus, "stream", "--hex", "01020304", "--to", "00:11:22:33:44")
+    assert code == 5 and '"00:11:22:33:44" is not an address' in err, err
+    code, err = refused(private_bus, "stream", "--hex", "01020304", "--to", ADDRESS + ",")
+    assert code == 5 and '"" is not an address' in err, err
+    code, err = refused(private_bus, "samples", "--hex", "01", "--to", ADDRESS)
+    assert code == 4 and "samples takes 6...6 bytes, got 1" in err, err
+    code, err = refused(private_bus, "nosuch", "--hex", "01", "--to", ADDRESS)
+    assert code == 3, err
+    bus = private_bus.connect()
+    manager = dbus.Interface(bus.get_object("org.gattd", "/org/gattd"), "org.gattd.Manager1")
+    with pytest.raises(dbus.exceptions.DBusException) as error:
+        manager.SetValueWithOptions("stream", dbus.ByteArray(b"\x01\x02\x03\x04"),
+                                    dbus.Dictionary({"to": dbus.String(ADDRESS)}, signature="sv"))
+    assert error.value.get_dbus_name() == "org.freedesktop.DBus.Error.InvalidArgs"
+    assert 'unknown option "to"' in error.value.get_dbus_message()
+    assert all(int(n) == 0 for _, _, n in standin.call("Sockets", stream, "notify"))
