@@ -90,6 +90,17 @@ final class AcquiredSockets {
         (notifySockets[id]?.count ?? 0, writeSockets[id]?.count ?? 0)
     }
 
+    /// The characteristics each central is subscribed to through a socket of its own, by
+    /// device path; nil unless bluetoothd gives each central its own socket.
+    func subscriptionsByDevice() -> [String: [String]]? {
+        guard model == .perCentral || model == .targeted else { return nil }
+        var table: [String: [String]] = [:]
+        for (id, sockets) in notifySockets {
+            for case let device? in sockets.map(\.device) { table[device, default: []].append(id) }
+        }
+        return table.mapValues { $0.sorted() }
+    }
+
     /// Whether `attribute` has a notify or write socket now (`NotifyAcquired`, `WriteAcquired`).
     func hasSockets(_ kind: Kinds, _ attribute: Attribute) -> Bool {
         let sockets = kind == .notify ? notifySockets[attribute.id] : writeSockets[attribute.id]

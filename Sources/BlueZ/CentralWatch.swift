@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 public import DBusKit
+import Glibc
 public import Logging
 
 /// Watches the adapter gattd serves on for what a program wants to hear about: centrals
@@ -28,6 +29,8 @@ public final class CentralWatch {
         /// `Bonded` (bluetoothd 5.67+); nil where bluetoothd has no such property.
         var bonded: Bool?
         var trusted = false
+        /// When gattd saw it connect, or learned it was connected (Unix time, seconds).
+        var connectedSince: Int64?
 
         /// A bond is kept: `Bonded`, or `Paired` where bluetoothd does not say `Bonded`.
         var isBonded: Bool { bonded ?? paired }
@@ -42,6 +45,18 @@ public final class CentralWatch {
         public var bonded: Bool
         public var trusted: Bool
         public var connected: Bool
+    }
+
+    /// A connected central (`gattctl centrals`).
+    public struct Connected: Equatable, Sendable {
+        public var device: String
+        public var address: String
+        public var name: String?
+        public var paired: Bool
+        public var bonded: Bool
+        public var trusted: Bool
+        /// When gattd saw it connect, or learned it was connected (Unix time, seconds).
+        public var since: Int64
     }
 
     public var onEvent: ((Event) -> Void)?
@@ -150,11 +165,12 @@ public final class CentralWatch {
                     })?.value.variantDictionaryEntries
                 else { continue }
                 let values = Dictionary(properties, uniquingKeysWith: { $1 })
+                let connected = values["Connected"]?.asBool ?? false
                 centrals[device.rawValue] = Central(
                     address: values["Address"]?.asString ?? Self.address(fromPath: device.rawValue),
                     name: values["Name"]?.asString, connected: values["Connected"]?.asBool ?? false,
                     paired: values["Paired"]?.asBool ?? false, bonded: values["Bonded"]?.asBool,
-                    trusted: values["Trusted"]?.asBool ?? false)
+                    trusted: values["Trusted"]?.asBool ?? false, connectedSince: connected ? Self.now() : nil)
                 if let central = centrals[device.rawValue], central.connected {
                     foundConnected.append((device.rawValue, central.address))
                 }
@@ -199,6 +215,7 @@ public final class CentralWatch {
         if let trusted = changed["Trusted"]?.asBool { central.trusted = trusted }
         let wasConnected = central.connected
         if let connected = changed["Connected"]?.asBool { central.connected = connected }
+        if central.connected != wasConnected { central.connectedSince = central.connected ? Self.now() : nil }
         centrals[device] = central
         guard central.connected != wasConnected else { return }
         logger.info(
@@ -219,9 +236,24 @@ public final class CentralWatch {
         }.sorted { $0.address < $1.address }
     }
 
+    /// The centrals connected now, by address.
+    public var connected: [Connected] {
+        centrals.filter(\.value.connected).map { device, central in
+            Connected(
+                device: device, address: central.address, name: central.name, paired: central.paired,
+                bonded: central.isBonded, trusted: central.trusted, since: central.connectedSince ?? 0)
+        }.sorted { $0.address < $1.address }
+    }
+
     /// The device object of the connected central with `address` (any case).
     public func connectedDevice(address: String) -> String? {
         centrals.first { $0.value.connected && $0.value.address.uppercased() == address.uppercased() }?.key
+    }
+
+    private static func now() -> Int64 {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return Int64(time.tv_sec)
     }
 
     /// Whether bluetoothd keeps a bond with `device`.

@@ -88,6 +88,10 @@ public final class GattApplication: NotificationSink {
 
     public var serviceCount: Int { services.count }
 
+    /// The characteristics each central is subscribed to through its own notify socket, by
+    /// device path; nil unless bluetoothd gives each central one.
+    public func centralSubscriptions() -> [String: [String]]? { requests.sockets.subscriptionsByDevice() }
+
     /// How many `AcquireNotify` and `AcquireWrite` sockets characteristic `id` holds now.
     public func acquiredSockets(of id: String) -> (notify: Int, write: Int) {
         requests.sockets.counts(id)

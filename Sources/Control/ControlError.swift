@@ -32,6 +32,8 @@ public enum ControlError: Error, Equatable, Sendable {
     /// `SetValueWithOptions` with `centrals`: the value cannot reach exactly those
     /// centrals (the reason in words); it was not sent to anyone instead.
     case cannotTarget(String)
+    /// No connected central has this address (`DisconnectCentral`).
+    case unknownCentral(String)
     /// gattd could not do it for another reason, in plain words.
     case failed(String)
 
@@ -48,6 +50,7 @@ public enum ControlError: Error, Equatable, Sendable {
         public static let pairingUnavailable = ControlNames.errorPrefix + "PairingUnavailable"
         public static let unknownBond = ControlNames.errorPrefix + "UnknownBond"
         public static let cannotTarget = ControlNames.errorPrefix + "CannotTarget"
+        public static let unknownCentral = ControlNames.errorPrefix + "UnknownCentral"
         public static let failed = ControlNames.errorPrefix + "Failed"
     }
 
@@ -64,6 +67,7 @@ public enum ControlError: Error, Equatable, Sendable {
         case .pairingUnavailable: Name.pairingUnavailable
         case .unknownBond: Name.unknownBond
         case .cannotTarget: Name.cannotTarget
+        case .unknownCentral: Name.unknownCentral
         case .failed: Name.failed
         }
     }
@@ -93,6 +97,8 @@ public enum ControlError: Error, Equatable, Sendable {
             "no bond with \(address)"
         case .cannotTarget(let reason):
             reason
+        case .unknownCentral(let address):
+            "no central with address \(address) is connected"
         case .failed(let text):
             text
         }

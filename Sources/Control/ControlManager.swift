@@ -76,6 +76,9 @@ public final class ControlManager: DBusObject {
     /// Sends a value to chosen centrals only (`GattApplication.send(_:value:to:)`); nil:
     /// no centrals can be chosen.
     public var sendToCentrals: ((Attribute, [UInt8], [String]) -> Result<Void, TargetRefusal>)?
+    /// The characteristics each central is subscribed to through a socket of its own, by
+    /// device path (`ListCentrals`); nil or a nil answer: not known.
+    public var centralSubscriptions: (() -> [String: [String]]?)?
 
     public init(
         configuration: Configuration, service: RequestService, advertiser: Advertiser?, connection: BusConnection,
@@ -162,6 +165,8 @@ public final class ControlManager: DBusObject {
         case .openPairing(let seconds): openPairing(seconds: seconds, call: call)
         case .listBonds: call.reply([listBonds()])
         case .removeBond(let address): removeBond(address: address, call: call)
+        case .listCentrals: call.reply([listCentrals()])
+        case .disconnectCentral(let address): disconnectCentral(address: address, call: call)
         }
     }
 

@@ -28,6 +28,9 @@ public enum ControlRequest: Equatable, Sendable {
     case listBonds
     /// Forget the bond with the central at this address (`AA:BB:CC:DD:EE:FF`).
     case removeBond(address: String)
+    case listCentrals
+    /// Drop the link to the connected central at this address.
+    case disconnectCentral(address: String)
 
     /// One method of `org.gattd.Manager1`, written once: its name, its signatures, and how
     /// its arguments become a request. `ControlManager`'s interface is made from these rows.
@@ -96,6 +99,21 @@ public enum ControlRequest: Equatable, Sendable {
             return .openPairing(seconds: Int(seconds))
         },
         Method("ListBonds", out: "aa{sv}") { _ in .listBonds },
+        Method("ListCentrals", out: "aa{sv}") { _ in .listCentrals },
+        Method("DisconnectCentral", in: "s") { arguments throws(DBusError) in
+            let address = id(arguments)
+            guard isAddress(address) else {
+                throw .invalidArgs("DisconnectCentral: \"\(address)\" is not an address like AA:BB:CC:DD:EE:FF")
+            }
+            return .disconnectCentral(address: address.uppercased())
+        },
+        Method("RemoveBond", in: "s") { arguments throws(DBusError) in
+            let address = id(arguments)
+            guard isAddress(address) else {
+                throw .invalidArgs("RemoveBond: \"\(address)\" is not an address like AA:BB:CC:DD:EE:FF")
+            }
+            return .removeBond(address: address.uppercased())
+        },
     ]
 
     /// Decodes a call made outside D-Bus dispatch (tests, tools): the member is looked up

@@ -21,7 +21,8 @@ enum ExitStatus: Int32 {
     static let helpText = """
         Exit status: 0 success; 1 gattd not reachable (no system bus, gattd not running, or \
         running without its control API); 2 usage error; 3 unknown characteristic or \
-        advertisement id, or no bond with that address; 4 invalid value (not encodable, the wrong length, or advertising data that \
+        advertisement id, or no bond or connected central with that address; 4 invalid value (not \
+        encodable, the wrong length, or advertising data that \
         breaks the rules or the byte budget); 5 refused by \
         gattd or the bus policy (e.g. not root and not in group gattd, or the value could not be saved).
         """
@@ -29,7 +30,8 @@ enum ExitStatus: Int32 {
     /// The status for a D-Bus error reply.
     init(_ error: DBusError) {
         switch error.name {
-        case ControlError.Name.unknownCharacteristic, ControlError.Name.unknownAdvertisement, ControlError.Name.unknownBond:
+        case ControlError.Name.unknownCharacteristic, ControlError.Name.unknownAdvertisement,
+            ControlError.Name.unknownBond, ControlError.Name.unknownCentral:
             self = .unknownID
         case ControlError.Name.invalidValueLength, ControlError.Name.invalidAdvertisement:
             self = .invalidValue

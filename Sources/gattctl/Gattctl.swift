@@ -8,7 +8,10 @@ import Glibc
 struct Gattctl: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gattctl",
-        abstract: "Read and set gattd's values, watch writes and changes, switch advertisements, manage pairing and bonds.",
+        abstract: """
+            Read and set gattd's values, watch writes and changes, switch advertisements, manage pairing, bonds and \
+            centrals.
+            """,
         discussion: """
             Talks to gattd over the system bus (DBUS_SYSTEM_BUS_ADDRESS when set), name \
             org.gattd, object /org/gattd, interface org.gattd.Manager1. The bus policy lets root \
@@ -20,7 +23,7 @@ struct Gattctl: ParsableCommand {
         version: "gattctl \(gattdVersion)",
         subcommands: [
             ListCommand.self, GetCommand.self, SetCommand.self, WatchCommand.self, AdvertiseCommand.self,
-            StatusCommand.self, PairingCommand.self, BondsCommand.self,
+            StatusCommand.self, PairingCommand.self, BondsCommand.self, CentralsCommand.self, DisconnectCommand.self,
         ])
 
     /// Like `main()`, but with the exit statuses above: a usage error exits 2 (not

@@ -73,6 +73,7 @@ final class Daemon {
             configuration: configuration, service: service, advertiser: advertiser, connection: connection,
             version: gattdVersion, logger: logger)
         control.acquiredSockets = { [unowned application] id in application.acquiredSockets(of: id) }
+        control.centralSubscriptions = { [unowned application] in application.centralSubscriptions() }
         control.sendToCentrals = { [unowned application] attribute, value, addresses in
             application.send(attribute, value: value, to: addresses)
         }

@@ -70,4 +70,15 @@ struct ControlRequestTests {
             }
         }
     }
+
+    @Test func centralsAreListedAndDisconnectedByAddress() throws {
+        #expect(try ControlRequest(member: "ListCentrals", arguments: []) == .listCentrals)
+        #expect(
+            try ControlRequest(member: "DisconnectCentral", arguments: [.string("aa:bb:cc:dd:ee:0f")])
+                == .disconnectCentral(address: "AA:BB:CC:DD:EE:0F"))
+        let message = "DisconnectCentral: \"AA:BB:CC:DD:EE:GG\" is not an address like AA:BB:CC:DD:EE:FF"
+        #expect(throws: DBusError.invalidArgs(message)) {
+            try ControlRequest(member: "DisconnectCentral", arguments: [.string("AA:BB:CC:DD:EE:GG")])
+        }
+    }
 }

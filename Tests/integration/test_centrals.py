@@ -216,3 +216,64 @@ def test_chosen_centrals_are_refused_where_bluetoothd_cannot_target(gattd, stand
     assert error.value.get_dbus_name() == "org.freedesktop.DBus.Error.InvalidArgs"
     assert 'unknown option "to"' in error.value.get_dbus_message()
     assert all(int(n) == 0 for _, _, n in standin.call("Sockets", stream, "notify"))
+
+
+# -- item 1: the centrals ------------------------------------------------------------------------
+
+def test_list_and_disconnect_centrals(gattd, standin, manager, private_bus):
+    per_device(standin, gattd)
+    assert list(manager.ListCentrals()) == []
+    device, device2 = connect(standin, ADDRESS, ADDRESS2)
+    standin.call("SetDeviceBonded", "hci0", ADDRESS2, True)
+    standin.call("SetLinkMTU", dbus.UInt16(185))
+    stream = path_of(standin, STREAM)
+    standin.call("Subscribe", stream, DEVICE2)
+    assert wait_sockets(standin, stream, 1) == 1
+    centrals = {str(c["Address"]): c for c in manager.ListCentrals()}
+    assert sorted(centrals) == [ADDRESS, ADDRESS2]
+    second = centrals[ADDRESS2]
+    assert str(second["Device"]) == device2
+    assert bool(second["Bonded"]) and not bool(centrals[ADDRESS]["Bonded"])
+    assert int(second["MTU"]) == 185 and int(second["MaxUpdateLength"]) == 182
+    assert "MTU" not in centrals[ADDRESS]
+    assert [str(i) for i in second["Subscribed"]] == ["stream"]
+    assert list(centrals[ADDRESS]["Subscribed"]) == []
+    assert int(second["ConnectedSince"]) > 1_600_000_000
+
+    out = gattctl(private_bus, "centrals")
+    assert out.returncode == 0, out.stderr
+    lines = {l.split()[0]: l for l in out.stdout.splitlines()}
+    assert lines[ADDRESS2].startswith(ADDRESS2 + " - mtu=185 max-update=182 bonded since="), lines
+    assert lines[ADDRESS2].endswith(" subscribed=stream"), lines
+    assert lines[ADDRESS].startswith(ADDRESS + " - mtu=- max-update=- since="), lines
+    out = gattctl(private_bus, "centrals", "--json")
+    assert out.returncode == 0, out.stderr
+    listed = {c["address"]: c for c in json.loads(out.stdout)}
+    assert listed[ADDRESS2]["mtu"] == 185 and listed[ADDRESS2]["subscribed"] == ["stream"]
+    assert listed[ADDRESS]["mtu"] is None and listed[ADDRESS]["bonded"] is False
+
+    out = gattctl(private_bus, "disconnect", ADDRESS.lower())
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == ADDRESS + ": disconnected"
+    assert any("dev_00_11_22_33_44_55 Disconnect" in str(l) for l in standin.call("Log"))
+    assert gattd.child.wait_for_line("central disconnected", 10)
+    assert [str(c["Address"]) for c in manager.ListCentrals()] == [ADDRESS2]
+
+    out = gattctl(private_bus, "disconnect", ADDRESS)
+    assert out.returncode == 3 and "no central with address %s is connected" % ADDRESS in out.stderr, out.stderr
+    out = gattctl(private_bus, "disconnect", "00:11:22:33:44:GG")
+    assert out.returncode == 5 and '"00:11:22:33:44:GG" is not an address' in out.stderr, out.stderr
+    out = gattctl(private_bus, "disconnect")
+    assert out.returncode == 2, out.stderr
+
+
+def test_centrals_on_a_shared_socket_leave_subscriptions_unknown(gattd, standin, manager, private_bus):
+    connect(standin, ADDRESS)
+    stream = path_of(standin, STREAM)
+    standin.call("Subscribe", stream, DEVICE)
+    assert wait_sockets(standin, stream, 1) == 1
+    centrals = list(manager.ListCentrals())
+    assert [str(c["Address"]) for c in centrals] == [ADDRESS]
+    assert "Subscribed" not in centrals[0]
+    out = gattctl(private_bus, "centrals", "--json")
+    assert json.loads(out.stdout)[0]["subscribed"] is None

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: MIT
+
+import BlueZ
+import DBusKit
+import Logging
+
+/// The connected centrals over the control API (docs/control-api.md, `ListCentrals`,
+/// `DisconnectCentral`): CoreBluetooth's `CBCentral`s, seen from the board.
+extension ControlManager {
+    /// `ListCentrals() -> aa{sv}`: `Device` o, `Address` s, `Name` s (when known), `Paired` b,
+    /// `Bonded` b, `Trusted` b, `ConnectedSince` t, `MTU` q and `MaxUpdateLength` q (when
+    /// known), `Subscribed` as (when bluetoothd gives each central its own socket).
+    func listCentrals() -> DBusValue {
+        let subscriptions = centralSubscriptions?() ?? nil
+        return .array(
+            elementSignature: "a{sv}",
+            (centrals?.connected ?? []).map { central in
+                var entries: [(String, DBusValue)] = [
+                    ("Device", .objectPath((try? ObjectPath(central.device)) ?? BlueZNamesForControl.unknownDevice)),
+                    ("Address", .string(central.address))
+                ]
+                if let name = central.name { entries.append(("Name", .string(name))) }
+                entries += [
+                    ("Paired", .bool(central.paired)), ("Bonded", .bool(central.bonded)),
+                    ("Trusted", .bool(central.trusted)), ("ConnectedSince", .uint64(UInt64(max(central.since, 0))))
+                ]
+                if let mtu = service.mtu.mtu(for: central.device) {
+                    entries.append(("MTU", .uint16(UInt16(clamping: mtu))))
+                    entries.append(("MaxUpdateLength", .uint16(UInt16(clamping: max(mtu - 3, 0)))))
+                }
+                if let subscriptions {
+                    entries.append(("Subscribed", .stringArray(subscriptions[central.device] ?? [])))
+                }
+                return .variantDictionary(entries)
+            })
+    }
+
+    /// `DisconnectCentral(s address)`: `Device1.Disconnect` on the connected central.
+    func disconnectCentral(address: String, call: MethodCall) {
+        guard let centrals, let device = centrals.connectedDevice(address: address) else {
+            return refuse(call, .unknownCentral(address))
+        }
+        centrals.disconnect(device: device) { [logger] error in
+            if let error {
+                logger.warning(
+                    "could not disconnect a central",
+                    metadata: ["device": "\(address)", "error": "\(error.name): \(error.message)"])
+                call.fail(ControlError.failed("bluetoothd did not disconnect \(address): \(error.message)").dbusError)
+                return
+            }
+            logger.notice(
+                "central disconnected on request", metadata: ["device": "\(address)", "sender": "\(call.sender ?? "?")"]
+            )
+            call.reply()
+        }
+    }
+}

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+
+import ArgumentParser
+import DBusKit
+import Glibc
+
+/// `gattctl centrals [--json]`: the centrals connected now.
+struct CentralsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "centrals",
+        abstract: "List the centrals connected now.",
+        discussion: """
+            One line per connected central: "<address> <name or -> mtu=<MTU or -> \
+            max-update=<bytes or -> [bonded|paired] [trusted] since=<UTC time> \
+            [subscribed=<id>,...]". The MTU is known once the central has made a request; the \
+            characteristics it is subscribed to are known where bluetoothd gives each central \
+            its own socket (acquireNotify characteristics, BlueZ 5.71 and later), and left \
+            out otherwise. --json prints an array of objects (null where not known).
+
+            \(ExitStatus.helpText)
+            """)
+
+    @Flag(name: .long, help: "Print a JSON array.")
+    var json = false
+
+    func run() throws {
+        let client = try ControlClient()
+        let centrals = try client.call("ListCentrals").first?.asArray ?? []
+        var objects: [JSONText.Value] = []
+        for central in centrals {
+            let value = { (key: String) in central.variantDictionaryValue(key) }
+            let address = value("Address")?.asString ?? ""
+            let name = value("Name")?.asString
+            let mtu = value("MTU")?.asUInt16.map(Int.init)
+            let maxUpdate = value("MaxUpdateLength")?.asUInt16.map(Int.init)
+            let flag = { (key: String) in value(key)?.asBool ?? false }
+            let since: Int =
+                if case .uint64(let seconds)? = value("ConnectedSince") { Int(clamping: seconds) } else { 0 }
+            let subscribed = value("Subscribed")?.asStringArray
+            if json {
+                objects.append(
+                    .object([
+                        ("address", .string(address)), ("name", name.map { .string($0) } ?? .null),
+                        ("mtu", mtu.map { .number($0) } ?? .null),
+                        ("maxUpdateLength", maxUpdate.map { .number($0) } ?? .null),
+                        ("paired", .bool(flag("Paired"))), ("bonded", .bool(flag("Bonded"))),
+                        ("trusted", .bool(flag("Trusted"))), ("connectedSince", .number(since)),
+                        ("subscribed", subscribed.map { .array($0.map { .string($0) }) } ?? .null)
+                    ]))
+                continue
+            }
+            var words = [
+                address, name ?? "-", "mtu=" + (mtu.map(String.init) ?? "-"),
+                "max-update=" + (maxUpdate.map(String.init) ?? "-")
+            ]
+            if flag("Bonded") {
+                words.append("bonded")
+            } else if flag("Paired") {
+                words.append("paired")
+            }
+            if flag("Trusted") { words.append("trusted") }
+            words.append("since=" + Self.utc(since))
+            if let subscribed {
+                words.append("subscribed=" + (subscribed.isEmpty ? "-" : subscribed.joined(separator: ",")))
+            }
+            printLine(words.joined(separator: " "))
+        }
+        if json { printLine(JSONText.render(.array(objects))) }
+    }
+
+    /// `2026-11-26T21:05:00Z` for a Unix time in seconds.
+    static func utc(_ seconds: Int) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        guard gmtime_r(&time, &parts) != nil else { return String(seconds) }
+        func two(_ number: Int32) -> String { number < 10 ? "0\(number)" : "\(number)" }
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
+    }
+}
+
+/// `gattctl disconnect ADDRESS`: drops a central's link.
+struct DisconnectCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "disconnect",
+        abstract: "Drop the link to a connected central.",
+        discussion: """
+            ADDRESS is the central's address, AA:BB:CC:DD:EE:FF (as `gattctl centrals` lists \
+            it). bluetoothd disconnects it (Device1.Disconnect); a bonded central keeps its \
+            keys and may reconnect. Prints "<address>: disconnected".
+
+            \(ExitStatus.helpText)
+            """)
+
+    @Argument(help: "The central's address, AA:BB:CC:DD:EE:FF.")
+    var address: String
+
+    func run() throws {
+        let client = try ControlClient()
+        _ = try client.call("DisconnectCentral", [.string(address)])
+        printLine("\(address.uppercased()): disconnected")
+    }
+}
