@@ -41,6 +41,9 @@ public struct CharacteristicDefinition: Sendable, Equatable {
     /// instead of `WriteValue` calls; only with `write-without-response` (no ATT error can
     /// be returned on that path).
     public var acquireWrite: Bool
+    /// The handle of the characteristic's value, when the definition pins it (`handle`); the
+    /// declaration is the handle before it (`HandleLayout`).
+    public var handle: UInt16?
     /// JSON path in the file (`services[0].characteristics[1]`); empty when built in code.
     public var sourcePath: String
 

@@ -34,6 +34,20 @@ extension Configuration {
             validate(advertisement, into: &context)
         }
         validateSecurity(into: &context)
+        validateHandles(into: &context)
+    }
+
+    /// Pinned `handle`s: in range, not overlapping, each where bluetoothd's layout puts it
+    /// (`HandleLayout`).
+    private func validateHandles(into context: inout DecodingContext) {
+        let pinned = services.contains { service in
+            service.handle != nil
+                || service.characteristics.contains { $0.handle != nil || $0.descriptors.contains { $0.handle != nil } }
+        }
+        guard pinned else { return }
+        for problem in HandleLayout.plan(self).problems {
+            context.error(problem.path, problem.message)
+        }
     }
 
     // MARK: - Ids

@@ -16,6 +16,7 @@ extension ConfigurationDecoder {
         if let value = object["includes"], let includes = context.strings(value, object.path("includes")) {
             service.includes = includes
         }
+        service.handle = handle(object)
         if let value = object["characteristics"],
             let elements = context.array(value, object.path("characteristics"))
         {
@@ -78,6 +79,7 @@ extension ConfigurationDecoder {
         if let value = object["acquireWrite"], let flag = context.bool(value, object.path("acquireWrite")) {
             result.acquireWrite = flag
         }
+        result.handle = handle(object)
         if let value = object["descriptors"], let elements = context.array(value, object.path("descriptors")) {
             result.descriptors = elements.enumerated().compactMap {
                 descriptor($1, object.path("descriptors") + "[\($0)]")
@@ -100,7 +102,15 @@ extension ConfigurationDecoder {
         }
         result.minLength = length(object, "minLength") ?? 0
         result.maxLength = length(object, "maxLength") ?? Int(Self.maximumValueLength)
+        result.handle = handle(object)
         return result
+    }
+
+    /// A pinned ATT handle: 1...0xFFFF, a number or a `"0x"` hex string. Whether it fits
+    /// the layout is checked by `HandleLayout`.
+    private mutating func handle(_ object: ObjectReader) -> UInt16? {
+        guard let value = object["handle"] else { return nil }
+        return context.integerOrHexString(value, object.path("handle"), in: 1...0xFFFF).map { UInt16($0) }
     }
 
     /// `{"timeoutMs": 2000, "fallback": "value" | "error", "error": 128...159 or "0x80"...}`.

@@ -12,13 +12,13 @@ struct ConfigurationDecoder {
     private(set) var absentIDs: Set<String> = []
 
     static let topLevelKeys = ["version", "adapter", "alias", "services", "advertisements", "security"]
-    static let serviceKeys = ["id", "uuid", "primary", "includes", "characteristics"]
+    static let serviceKeys = ["id", "uuid", "primary", "includes", "characteristics", "handle"]
     static let characteristicKeys = [
         "id", "uuid", "flags", "value", "minLength", "maxLength", "descriptors", "persist", "update",
-        "notifyIntervalMs", "onWrite", "delivery", "queueLength", "handler", "acquireNotify", "acquireWrite",
+        "notifyIntervalMs", "onWrite", "delivery", "queueLength", "handler", "acquireNotify", "acquireWrite", "handle",
     ]
     static let handlerKeys = ["timeoutMs", "fallback", "error"]
-    static let descriptorKeys = ["id", "uuid", "flags", "value", "minLength", "maxLength"]
+    static let descriptorKeys = ["id", "uuid", "flags", "value", "minLength", "maxLength", "handle"]
     /// Longest attribute value (ATT, Core Spec Vol 3 Part F §3.2.9).
     static let maximumValueLength: Int64 = 512
     /// Longest adapter alias bluetoothd accepts (HCI local name, 248 bytes).

@@ -108,7 +108,8 @@ extension ConfigurationDiff {
             result.append(
                 Node(
                     kind: "service", id: service.id,
-                    shape: "\(service.uuid) primary=\(service.primary) includes=\(service.includes)"))
+                    shape: "\(service.uuid) primary=\(service.primary) includes=\(service.includes)"
+                        + " handle=\(service.handle.map(String.init) ?? "-")"))
             for characteristic in service.characteristics {
                 let flags = characteristic.flags.map(\.rawValue)
                 result.append(
@@ -116,13 +117,15 @@ extension ConfigurationDiff {
                         kind: "characteristic", id: characteristic.id,
                         shape: "in=\(service.id) \(characteristic.uuid) \(flags) "
                             + "\(characteristic.minLength)...\(characteristic.maxLength)"
-                            + " acquire=\(characteristic.acquireNotify),\(characteristic.acquireWrite)"))
+                            + " acquire=\(characteristic.acquireNotify),\(characteristic.acquireWrite)"
+                            + " handle=\(characteristic.handle.map(String.init) ?? "-")"))
                 for descriptor in characteristic.descriptors {
                     result.append(
                         Node(
                             kind: "descriptor", id: descriptor.id,
                             shape: "in=\(characteristic.id) \(descriptor.uuid) \(descriptor.flags.map(\.rawValue)) "
-                                + "\(descriptor.minLength)...\(descriptor.maxLength)"))
+                                + "\(descriptor.minLength)...\(descriptor.maxLength)"
+                                + " handle=\(descriptor.handle.map(String.init) ?? "-")"))
                 }
             }
         }

@@ -9,6 +9,8 @@ public struct DescriptorDefinition: Sendable, Equatable {
     public var value: [UInt8]
     public var minLength: Int
     public var maxLength: Int
+    /// The descriptor's handle, when the definition pins it (`handle`).
+    public var handle: UInt16?
     /// JSON path in the file; empty when built in code.
     public var sourcePath: String
 

@@ -10,6 +10,9 @@ public struct ServiceDefinition: Sendable, Equatable {
     /// Ids of included services of the same file; acyclic, never the service itself.
     public var includes: [String]
     public var characteristics: [CharacteristicDefinition]
+    /// The handle of the service declaration, when the definition pins it (`handle`); its
+    /// attributes then take the handles after it (`HandleLayout`).
+    public var handle: UInt16?
     /// JSON path of this service in the file (`services[1]`), for messages; empty when built in code.
     public var sourcePath: String
 
