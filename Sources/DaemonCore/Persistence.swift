@@ -43,6 +43,7 @@ public final class Persistence {
     private var counters: [String: CounterCell] = [:]
     private var advertisementStates: [String: Bool] = [:]
     private var advertisementData: [String: String] = [:]
+    private var handles = AttributeHandles()
     private var waiting: [(id: String?, reply: Reply)] = []
     private var flushScheduled = false
     private var delayedSaveScheduled = false
@@ -143,6 +144,12 @@ public final class Persistence {
                 dropped.append(DroppedValue(id: id, reason: "advertisement no longer defined"))
             }
         }
+        handles = document.handles
+        if let problem = document.discardedHandles {
+            logger.error(
+                "the state file's attribute handles are unusable; bluetoothd places the attributes anew, the saved values are kept",
+                metadata: ["reason": "\(problem)"])
+        }
         for drop in dropped {
             logger.warning("dropped a saved value", metadata: ["gatt.id": "\(drop.id)", "reason": "\(drop.reason)"])
         }
@@ -230,6 +237,17 @@ public final class Persistence {
             if case .failure = result, let self { self.advertisementData[id] = self.saved.advertisementData[id] }
             reply?(result)
         }))
+        scheduleFlush()
+    }
+
+    /// The ATT handles bluetoothd last gave the attributes, as restored or last recorded.
+    public var savedHandles: AttributeHandles { handles }
+
+    /// Records the attributes' handles (bluetoothd accepted the tree); saved at the end of
+    /// this iteration. A failed save is retried like a timer value's.
+    public func recordHandles(_ handles: AttributeHandles) {
+        guard handles != self.handles else { return }
+        self.handles = handles
         scheduleFlush()
     }
 
@@ -338,6 +356,7 @@ public final class Persistence {
         document.sources = counters.compactMapValues { $0.value.map { StateDocument.SavedSource(counter: $0) } }
         document.advertisements = advertisementStates
         document.advertisementData = advertisementData
+        document.handles = handles
         return document
     }
 }

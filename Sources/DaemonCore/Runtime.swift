@@ -106,6 +106,8 @@ public struct RuntimeFactory {
         }
         let persistence = makePersistence(configuration, database)
         if let old = previous.persistence, let persistence {
+            // Kept until the new tree is registered and its handles recorded.
+            persistence.recordHandles(old.savedHandles)
             for id in configuration.services.flatMap(\.characteristics).filter({ $0.update != nil }).map(\.id) {
                 if let counter = old.savedCounter(id: id) { persistence.recordCounter(counter, id: id) }
             }

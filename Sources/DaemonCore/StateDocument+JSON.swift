@@ -17,6 +17,17 @@ extension StateDocument {
         if !advertisementData.isEmpty {
             out += ",\n  \"advertisementData\": " + Self.encodeObject(advertisementData) { jsonQuoted($0) }
         }
+        if !handles.isEmpty {
+            out += ",\n  \"handles\": {\n"
+            let sections = [
+                ("services", handles.services), ("characteristics", handles.characteristics),
+                ("descriptors", handles.descriptors),
+            ]
+            out += sections.map { name, entries in
+                "    \"\(name)\": " + Self.encodeObject(entries, indent: "      ", closing: "    ") { "\($0)" }
+            }.joined(separator: ",\n")
+            out += "\n  }"
+        }
         out += "\n}\n"
         return Array(out.utf8)
     }
@@ -46,6 +57,7 @@ extension StateDocument {
         }
         var keys: Set<String> = ["version", "characteristics", "descriptors", "sources", "advertisements"]
         if version >= 2 { keys.insert("advertisementData") }
+        if version >= 3 { keys.insert("handles") }
         try StateShape.onlyKeys(top, keys, path: "")
         self.init()
         characteristics = try Self.decodeValues(root["characteristics"], path: "characteristics")
@@ -69,6 +81,31 @@ extension StateDocument {
             value, path throws(StateDecodingError) in
             try StateShape.string(value, path: path)
         }
+        do {
+            handles = try Self.decodeHandles(root["handles"])
+        } catch {
+            discardedHandles = error
+        }
+    }
+
+    /// `{"services": {id: handle}, "characteristics": {...}, "descriptors": {...}}`, each
+    /// handle 1...0xFFFF.
+    private static func decodeHandles(_ value: JSONValue?) throws(StateDecodingError) -> AttributeHandles {
+        guard let value else { return AttributeHandles() }
+        let members = try StateShape.object(value, path: "handles")
+        try StateShape.onlyKeys(members, ["services", "characteristics", "descriptors"], path: "handles")
+        func section(_ name: String) throws(StateDecodingError) -> [String: UInt16] {
+            try StateShape.entries(value[name], path: "handles." + name) { entry, path throws(StateDecodingError) in
+                let number = try StateShape.integer(entry, path: path)
+                guard (1...0xFFFF).contains(number) else {
+                    throw StateDecodingError(.shape, path: path, message: "handle \(number) is outside 1...65535")
+                }
+                return UInt16(number)
+            }
+        }
+        return AttributeHandles(
+            services: try section("services"), characteristics: try section("characteristics"),
+            descriptors: try section("descriptors"))
     }
 
     private static func decodeValues(_ value: JSONValue?, path: String) throws(StateDecodingError) -> [String: SavedValue] {
@@ -94,12 +131,14 @@ extension StateDocument {
         }
     }
 
-    private static func encodeObject<Entry>(_ entries: [String: Entry], _ encode: (Entry) -> String) -> String {
+    private static func encodeObject<Entry>(
+        _ entries: [String: Entry], indent: String = "    ", closing: String = "  ", _ encode: (Entry) -> String
+    ) -> String {
         guard !entries.isEmpty else { return "{}" }
         let lines = entries.keys.sorted().map { key in
-            "    " + jsonQuoted(key) + ": " + encode(entries[key]!)
+            indent + jsonQuoted(key) + ": " + encode(entries[key]!)
         }
-        return "{\n" + lines.joined(separator: ",\n") + "\n  }"
+        return "{\n" + lines.joined(separator: ",\n") + "\n" + closing + "}"
     }
 }
 

@@ -9,11 +9,14 @@ public import BLEModel
 /// value-source state such as counters, and each advertisement's on/off state. Keys are
 /// the ids from the service definition. Version 2 adds `advertisementData`: advertising
 /// data changed at run time and kept across restarts. A document without it is written as
-/// version 1, so older builds keep reading it. Each version's reader accepts exactly its
-/// shape.
+/// version 1, so older builds keep reading it. Version 3 adds `handles`: the ATT handles
+/// bluetoothd gave the attributes (`AttributeHandles`), requested again at the next
+/// registration; a document with handles is version 3, one without keeps the older
+/// number. Each version's reader accepts exactly its shape, except that a bad `handles`
+/// section drops only the handles (`discardedHandles` says why), never the values.
 public struct StateDocument: Sendable, Equatable {
     /// The newest version this build writes and reads.
-    public static let currentVersion = 2
+    public static let currentVersion = 3
 
     /// One saved attribute value and enough of its definition to know whether it still fits.
     public struct SavedValue: Sendable, Equatable {
@@ -51,8 +54,13 @@ public struct StateDocument: Sendable, Equatable {
     /// text of `AdvertisementChanges` (version 2).
     public var advertisementData: [String: String] = [:]
 
-    /// The version this document is written as: 1 unless it needs version 2's section.
-    public var version: Int { advertisementData.isEmpty ? 1 : 2 }
+    /// The ATT handles of the attributes as bluetoothd last placed them (version 3).
+    public var handles = AttributeHandles()
+    /// Set when reading: why the file's `handles` were dropped (the rest was kept).
+    public var discardedHandles: StateDecodingError?
+
+    /// The version this document is written as: the oldest that holds its sections.
+    public var version: Int { !handles.isEmpty ? 3 : advertisementData.isEmpty ? 1 : 2 }
 
     public init(
         characteristics: [String: SavedValue] = [:], descriptors: [String: SavedValue] = [:],

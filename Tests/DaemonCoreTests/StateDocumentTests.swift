@@ -64,8 +64,8 @@ struct StateDocumentTests {
 
     @Test("a newer version is futureVersion, not a shape error")
     func futureVersion() throws {
-        let error = try #require(decodingError(#"{"version": 3, "characteristics": {"x": []}}"#))
-        #expect(error.kind == .futureVersion(3))
+        let error = try #require(decodingError(#"{"version": 4, "characteristics": {"x": []}}"#))
+        #expect(error.kind == .futureVersion(4))
         #expect(error.path == "version")
     }
 
@@ -110,5 +110,60 @@ struct StateDocumentTests {
         #expect(v1?.path == "advertisementData")
         let notText = decodingError(#"{"version": 2, "advertisementData": {"main": {}}}"#)
         #expect(notText?.path == #"advertisementData["main"]"#)
+    }
+
+    @Test("handles make a version-3 document that round-trips; without them the older version stays")
+    func handlesRoundTrip() throws {
+        var document = StateDocument(characteristics: ["label": label])
+        document.handles = AttributeHandles(
+            services: ["svc": 0x40], characteristics: ["label": 0x42, "b": 0x45], descriptors: ["label.2901": 0x43])
+        let text = String(decoding: document.encoded(), as: UTF8.self)
+        #expect(text.contains("\"version\": 3,"))
+        #expect(
+            text.hasSuffix(
+                """
+                  "handles": {
+                    "services": {
+                      "svc": 64
+                    },
+                    "characteristics": {
+                      "b": 69,
+                      "label": 66
+                    },
+                    "descriptors": {
+                      "label.2901": 67
+                    }
+                  }
+                }
+
+                """))
+        #expect(try StateDocument(decoding: document.encoded()) == document)
+        #expect(decodingError(#"{"version": 2, "handles": {}}"#)?.path == "handles", "version 2 has no handles")
+    }
+
+    @Test("old files (versions 1 and 2) load with no handles")
+    func oldFilesLoad() throws {
+        let v1 = try StateDocument(decoding: Array(#"{"version": 1, "advertisements": {"a": {"enabled": true}}}"#.utf8))
+        #expect(v1.advertisements == ["a": true] && v1.handles.isEmpty && v1.discardedHandles == nil)
+        let v2 = try StateDocument(decoding: Array(#"{"version": 2, "advertisementData": {"a": "{}"}}"#.utf8))
+        #expect(v2.advertisementData == ["a": "{}"] && v2.handles.isEmpty)
+    }
+
+    @Test(
+        "bad handles are dropped with the place named; everything else in the file is kept",
+        arguments: [
+            (#""handles": {"services": {"s": 0}}"#, #"handles.services["s"]"#, "handle 0 is outside 1...65535"),
+            (#""handles": {"characteristics": {"c": 65536}}"#, #"handles.characteristics["c"]"#, "handle 65536 is outside 1...65535"),
+            (#""handles": {"descriptors": {"d": "0x10"}}"#, #"handles.descriptors["d"]"#, "expected an integer, found string"),
+            (#""handles": {"bogus": {}}"#, "handles.bogus", "unknown key"),
+            (#""handles": []"#, "handles", "expected an object, found array"),
+        ])
+    func badHandles(section: String, path: String, message: String) throws {
+        let text = #"{"version": 3, "advertisements": {"a": {"enabled": true}}, "# + section + "}"
+        let document = try StateDocument(decoding: Array(text.utf8))
+        #expect(document.advertisements == ["a": true])
+        #expect(document.handles.isEmpty)
+        #expect(document.discardedHandles?.path == path)
+        #expect(document.discardedHandles?.message == message)
     }
 }
