@@ -235,6 +235,10 @@ public final class BlueZRegistrar {
             case .success:
                 self.registered(adapter: name)
             case .failure(let error):
+                if error.name == "org.bluez.Error.Failed", self.application.fallBackToChosenHandles(after: error) {
+                    self.register()
+                    return
+                }
                 var reason = error.message
                 var metadata: Logger.Metadata = ["adapter": "\(name)", "error": "\(error.name): \(error.message)"]
                 let refusal = Refusal(subject: .application, errorName: error.name, message: error.message)
@@ -256,6 +260,7 @@ public final class BlueZRegistrar {
         logger.info(
             "GATT application registered",
             metadata: ["adapter": "\(adapter)", "services": "\(application.serviceCount)"])
+        application.registered()
         state = .registered(adapter: adapter)
     }
 

@@ -15,6 +15,8 @@ final class ExportedAttribute: DBusObject {
     let attribute: Attribute
     let flags: [String]
     unowned let requests: GattRequestHandler
+    /// The `Handle` requested and written back.
+    let handles: HandleBook
     let interfaces: [DBusInterface]
     /// This object's rows of `characteristicProperties` or `descriptorProperties`.
     private let rows: [PropertyRow<ExportedAttribute>]
@@ -33,6 +35,7 @@ final class ExportedAttribute: DBusObject {
         PropertyRow(name: "Notifying", signature: "b") { .bool($0.attribute.isNotifying) },
         PropertyRow(name: "NotifyAcquired", signature: "b") { .bool($0.requests.sockets.hasSockets(.notify, $0.attribute)) },
         PropertyRow(name: "WriteAcquired", signature: "b") { .bool($0.requests.sockets.hasSockets(.write, $0.attribute)) },
+        PropertyRow(name: "Handle", signature: "q", access: .readwrite) { .uint16($0.handles.handle(.characteristic, $0.attribute.id)) },
     ]
 
     /// `GattDescriptor1`'s properties.
@@ -41,14 +44,16 @@ final class ExportedAttribute: DBusObject {
         PropertyRow(name: "Characteristic", signature: "o") { .objectPath($0.parentPath) },
         PropertyRow(name: "Flags", signature: "as") { .stringArray($0.flags) },
         PropertyRow(name: "Value", signature: "ay") { .bytes($0.attribute.value) },
+        PropertyRow(name: "Handle", signature: "q", access: .readwrite) { .uint16($0.handles.handle(.descriptor, $0.attribute.id)) },
     ]
 
     /// A descriptor, or a characteristic using the socket `sockets` paths (empty: signals
     /// and `WriteValue` only).
     init(
         path: ObjectPath, parentPath: ObjectPath, attribute: Attribute, flags: [String],
-        requests: GattRequestHandler, sockets: AcquiredSockets.Kinds = []
+        requests: GattRequestHandler, handles: HandleBook, sockets: AcquiredSockets.Kinds = []
     ) {
+        self.handles = handles
         self.path = path
         self.parentPath = parentPath
         self.attribute = attribute
@@ -83,6 +88,15 @@ final class ExportedAttribute: DBusObject {
     }
 
     func property(_ name: String, interface: String) -> DBusValue? { rows.value(of: name, for: self) }
+
+    /// Only `Handle` is writable, and only by bluetoothd (its write-back).
+    func isPropertyWritable(_ name: String, interface: String, by caller: String?) -> Bool {
+        handles.isWritable(by: caller)
+    }
+
+    func setProperty(_ name: String, interface: String, value: DBusValue) throws(DBusError) {
+        try handles.write(attribute.isCharacteristic ? .characteristic : .descriptor, attribute.id, value)
+    }
 
     /// `Value` only for bluetoothd (the `org.bluez` owner): a local process must not read
     /// over D-Bus what a central may only read over an encrypted link. The rest is public.

@@ -20,12 +20,20 @@ public final class GattApplication: NotificationSink {
     private(set) var services: [ExportedService] = []
     private(set) var characteristics: [String: ExportedAttribute] = [:]
     private var exportedPaths: [ObjectPath] = []
+    /// Where the attributes are asked to go, and what bluetoothd wrote back.
+    private var handles: HandleBook
     let logger: Logger
+    /// Called with every attribute's handle once bluetoothd has accepted the tree (to be
+    /// saved and requested again: `registered()`).
+    public var onHandles: ((AttributeHandles) -> Void)?
 
     /// Exports the tree of `configuration`, backed by `service`'s database; calls go to
     /// `service`, and the application becomes its notifier's sink.
+    /// `remembered`: the handles bluetoothd gave the attributes before (saved state), asked
+    /// for again (`HandleLayout`).
     public init(
-        configuration: Configuration, service: RequestService, connection: BusConnection, logger: Logger
+        configuration: Configuration, service: RequestService, connection: BusConnection, logger: Logger,
+        remembered: AttributeHandles = AttributeHandles()
     ) throws(DBusError) {
         self.rootPath = BlueZNames.applicationRoot
         self.connection = connection
@@ -34,7 +42,8 @@ public final class GattApplication: NotificationSink {
         self.requests = GattRequestHandler(
             service: service, sockets: AcquiredSockets(loop: connection.loop, service: service, logger: logger),
             logger: logger)
-        try build(configuration)
+        handles = HandleBook(requested: AttributeHandles(), logger: logger)
+        try build(configuration, remembered: remembered)
         service.notifier.sink = self
     }
 
@@ -43,7 +52,9 @@ public final class GattApplication: NotificationSink {
     /// while the application is not registered: bluetoothd removes a registered service
     /// on `InterfacesRemoved` and ignores `InterfacesAdded` (docs/bluez-contract.md §1).
     /// The trusted sender carries over.
+    /// Attributes that stay keep their handles; new ones go after them (`HandleLayout`).
     public func rebuild(configuration: Configuration, service: RequestService) throws(DBusError) {
+        let remembered = handles.current
         unexportAll()
         services.removeAll()
         characteristics.removeAll()
@@ -56,7 +67,7 @@ public final class GattApplication: NotificationSink {
         requests.trustedSender = previous.trustedSender
         requests.sockets.onCentralSubscription = onCentralSubscription
         requests.sockets.model = previous.sockets.model
-        try build(configuration)
+        try build(configuration, remembered: remembered)
         service.notifier.sink = self
     }
 
@@ -92,12 +103,41 @@ public final class GattApplication: NotificationSink {
     /// device path; nil unless bluetoothd gives each central one.
     public func centralSubscriptions() -> [String: [String]]? { requests.sockets.subscriptionsByDevice() }
 
+    /// Every attribute's handle as far as gattd knows: requested, or written back by
+    /// bluetoothd (empty before the first registration that let bluetoothd choose).
+    public var currentHandles: AttributeHandles { handles.current }
+
+    /// bluetoothd accepted the tree: its handles are final until the next registration.
+    public func registered() {
+        onHandles?(handles.current)
+    }
+
+    /// bluetoothd refused the tree while gattd asked for handles: the next registration
+    /// lets bluetoothd choose (its choice is then remembered). False when no handle was
+    /// asked for, so the refusal is not about handles.
+    public func fallBackToChosenHandles(after error: DBusError) -> Bool {
+        guard handles.dropRequested() else { return false }
+        logger.warning(
+            """
+            bluetoothd refused the application at the requested handles; registering again with handles it \
+            chooses, so attributes may move and caching centrals depend on Service Changed
+            """,
+            metadata: ["error": "\(error.name): \(error.message)"])
+        return true
+    }
+
     /// How many `AcquireNotify` and `AcquireWrite` sockets characteristic `id` holds now.
     public func acquiredSockets(of id: String) -> (notify: Int, write: Int) {
         requests.sockets.counts(id)
     }
 
-    private func build(_ configuration: Configuration) throws(DBusError) {
+    private func build(_ configuration: Configuration, remembered: AttributeHandles) throws(DBusError) {
+        let layout = HandleLayout.plan(configuration, remembered: remembered)
+        for line in layout.moved {
+            logger.warning("an attribute cannot keep its handle: \(line)")
+        }
+        handles = HandleBook(requested: layout.handles, logger: logger)
+        handles.requests = requests
         connection.addObjectManager(at: rootPath)
         let socketPaths = usableSocketPaths(configuration)
         let sockets = requests.sockets
@@ -109,26 +149,32 @@ public final class GattApplication: NotificationSink {
         for service in configuration.servicesInRegistrationOrder {
             let path = rootPath.appendingUniqueElement(for: service.id, used: &used)
             servicePaths[service.id] = path
-            let exported = ExportedService(path: path, definition: service)
+            let exported = ExportedService(path: path, definition: service, handles: handles)
             exported.includes = service.includes.compactMap { servicePaths[$0] }
             services.append(exported)
             try export(exported, at: path)
-            for characteristic in service.characteristics {
-                guard let attribute = database[characteristic.id] else { continue }
+            let byID = Dictionary(service.characteristics.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+            // In the layout's order: bluetoothd places them in export order.
+            for id in layout.characteristicOrder[service.id] ?? [] {
+                guard let characteristic = byID[id], let attribute = database[characteristic.id] else { continue }
                 let characteristicPath = path.appendingUniqueElement(for: characteristic.id, used: &used)
                 let object = ExportedAttribute(
                     path: characteristicPath, parentPath: path, attribute: attribute,
-                    flags: characteristic.flags.map(\.rawValue), requests: requests,
+                    flags: characteristic.flags.map(\.rawValue), requests: requests, handles: handles,
                     sockets: socketPaths[characteristic.id] ?? [])
                 characteristics[characteristic.id] = object
                 try export(object, at: characteristicPath)
-                for (index, descriptor) in characteristic.descriptors.enumerated() {
+                let order = layout.descriptorOrder[characteristic.id] ?? []
+                let descriptors = characteristic.descriptors.enumerated().sorted {
+                    (order.firstIndex(of: $0.element.id) ?? .max) < (order.firstIndex(of: $1.element.id) ?? .max)
+                }
+                for (index, descriptor) in descriptors {
                     guard let descriptorAttribute = database[descriptor.id] else { continue }
                     let descriptorPath = try characteristicPath.appending("desc\(index)")
                     let object = ExportedAttribute(
                         path: descriptorPath, parentPath: characteristicPath,
                         attribute: descriptorAttribute, flags: descriptor.flags.map(\.rawValue),
-                        requests: requests)
+                        requests: requests, handles: handles)
                     try export(object, at: descriptorPath)
                 }
             }

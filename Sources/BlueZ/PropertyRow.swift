@@ -9,16 +9,21 @@ internal import DBusKit
 struct PropertyRow<Source>: Sendable {
     let name: String
     let signature: String
+    let access: DBusProperty.Access
     let value: @Sendable (Source) -> DBusValue?
 
-    init(name: String, signature: String, _ value: @escaping @Sendable (Source) -> DBusValue?) {
+    init(
+        name: String, signature: String, access: DBusProperty.Access = .read,
+        _ value: @escaping @Sendable (Source) -> DBusValue?
+    ) {
         self.name = name
         self.signature = signature
+        self.access = access
         self.value = value
     }
 
-    /// The read-only `DBusProperty` this row declares.
-    var declaration: DBusProperty { DBusProperty(name, signature: signature) }
+    /// The `DBusProperty` this row declares.
+    var declaration: DBusProperty { DBusProperty(name, signature: signature, access: access) }
 }
 
 extension Array {

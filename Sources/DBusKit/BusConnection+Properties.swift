@@ -46,6 +46,9 @@ extension BusConnection {
         guard property.access == .readwrite else {
             return .failure(.propertyReadOnly("property \(interfaceName).\(name) is read-only"))
         }
+        guard entry.object.isPropertyWritable(name, interface: interfaceName, by: message.sender) else {
+            return .failure(.accessDenied("property \(interfaceName).\(name) at \(entry.path) is not writable by this caller"))
+        }
         guard case .variant(let value) = arguments[2], value.signature == property.signature else {
             return .failure(.invalidArgs(
                 "property \(interfaceName).\(name) has type '\(property.signature)', got '\(arguments[2].unwrappedVariant.signature)'"))

@@ -18,6 +18,9 @@ public protocol DBusObject: AnyObject {
     /// may read the property: false leaves it out of `GetAll` and `GetManagedObjects` and
     /// answers `Get` with `AccessDenied`. Every property is readable unless the object says not.
     func isPropertyReadable(_ name: String, interface: String, by caller: String?) -> Bool
+    /// Whether `caller` may set the declared `.readwrite` property: false answers `Set`
+    /// with `AccessDenied`. Every such property is writable by anyone unless the object says not.
+    func isPropertyWritable(_ name: String, interface: String, by caller: String?) -> Bool
     /// Stores a new value for a declared `.readwrite` property; `value` already has the
     /// declared signature. Throw to reject it (the error is the reply).
     func setProperty(_ name: String, interface: String, value: DBusValue) throws(DBusError)
@@ -30,6 +33,8 @@ extension DBusObject {
     public func property(_ name: String, interface: String) -> DBusValue? { nil }
 
     public func isPropertyReadable(_ name: String, interface: String, by caller: String?) -> Bool { true }
+
+    public func isPropertyWritable(_ name: String, interface: String, by caller: String?) -> Bool { true }
 
     public func setProperty(_ name: String, interface: String, value: DBusValue) throws(DBusError) {
         throw .propertyReadOnly("property \(interface).\(name) is read-only")

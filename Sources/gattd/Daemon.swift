@@ -61,7 +61,8 @@ final class Daemon {
         factory = RuntimeFactory(loop: loop, state: .directory(stateDirectory), logger: logger)
         (service, runtime) = factory.makeService(configuration)
         application = try GattApplication(
-            configuration: configuration, service: service, connection: connection, logger: logger)
+            configuration: configuration, service: service, connection: connection, logger: logger,
+            remembered: runtime.persistence?.savedHandles ?? AttributeHandles())
         registrar = BlueZRegistrar(
             connection: connection, application: application, preferredAdapter: adapter, loop: loop, logger: logger)
         advertiser = try Advertiser(configuration: configuration, connection: connection, loop: loop, logger: logger)
@@ -146,6 +147,7 @@ final class Daemon {
             signalWatches.append(loop.onSignal(signo) { [unowned self] in self.shutdown() })
         }
         signalWatches.append(loop.onSignal(SIGHUP) { [unowned self] in self.reload() })
+        application.onHandles = { [unowned self] handles in self.runtime.persistence?.recordHandles(handles) }
         registrar.onStateChange = { [unowned self] state in
             self.control.registrationChanged(state)
             self.perform(self.readiness.settlementChanged(self.registration))
