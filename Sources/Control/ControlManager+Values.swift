@@ -11,8 +11,10 @@ extension ControlManager {
     /// `MinLength` u, `MaxLength` u, `Type` s (how the value reads as one typed value,
     /// empty when the definition does not say), `Handler` s (the bus name and object path of the
     /// program serving it, empty when none), `NotifySockets` u and `WriteSockets` u (the
-    /// `AcquireNotify`/`AcquireWrite` sockets bluetoothd holds for it now).
+    /// `AcquireNotify`/`AcquireWrite` sockets bluetoothd holds for it now), `Handle` q (the
+    /// ATT handle of its value, the declaration's plus one; 0 while not known).
     func listCharacteristics() -> DBusValue {
+        let handles = characteristicHandles?() ?? [:]
         let entries: [DBusValue] = characteristics.compactMap { service, definition -> DBusValue? in
             guard let attribute = database[definition.id] else { return nil }
             let sockets = acquiredSockets?(definition.id) ?? (notify: 0, write: 0)
@@ -30,6 +32,7 @@ extension ControlManager {
                 ("Type", .string(definition.valueType ?? "")),
                 ("NotifySockets", .uint32(UInt32(clamping: sockets.notify))),
                 ("WriteSockets", .uint32(UInt32(clamping: sockets.write))),
+                ("Handle", .uint16(handles[definition.id] ?? 0)),
             ])
         }
         return .array(elementSignature: "a{sv}", entries)

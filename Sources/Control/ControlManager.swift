@@ -79,6 +79,8 @@ public final class ControlManager: DBusObject {
     /// The characteristics each central is subscribed to through a socket of its own, by
     /// device path (`ListCentrals`); nil or a nil answer: not known.
     public var centralSubscriptions: (() -> [String: [String]]?)?
+    /// The characteristics' value handles as bluetoothd has them (for `ListCharacteristics`).
+    public var characteristicHandles: (() -> [String: UInt16])?
 
     public init(
         configuration: Configuration, service: RequestService, advertiser: Advertiser?, connection: BusConnection,

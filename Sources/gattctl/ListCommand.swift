@@ -8,9 +8,10 @@ import DBusKit
 struct ListCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list",
-        abstract: "List the characteristics: id, UUID, flags, current value, subscribed or not.",
+        abstract: "List the characteristics: id, UUID, handle, flags, current value, subscribed or not.",
         discussion: """
-            One line per characteristic, in aligned columns: id, short UUID, flags, \
+            One line per characteristic, in aligned columns: id, short UUID, the ATT handle of \
+            its value as bluetoothd has it (0x002a; "-" before the first registration), flags, \
             "subscribed" when a central receives its notifications, "notify-socket" or \
             "write-socket" when bluetoothd holds such a socket for it (with the count when more \
             than one: one per central on BlueZ 5.76+), and "persistent" when its value survives \
@@ -50,6 +51,7 @@ struct CharacteristicItem {
     var type = ""
     var notifySockets = 0
     var writeSockets = 0
+    var handle: UInt16 = 0
 
     init(_ fields: [(String, DBusValue)]) {
         for (name, value) in fields {
@@ -64,6 +66,7 @@ struct CharacteristicItem {
             case "Type": type = value.asString ?? ""
             case "NotifySockets": notifySockets = Int(value.asUInt32 ?? 0)
             case "WriteSockets": writeSockets = Int(value.asUInt32 ?? 0)
+            case "Handle": handle = value.asUInt16 ?? 0
             default: break
             }
         }
@@ -80,9 +83,16 @@ struct CharacteristicItem {
             persistent ? "persistent" : nil,
         ].compactMap { $0 }
         return [
-            id, shortUUID, flags.joined(separator: ","), state.isEmpty ? "-" : state.joined(separator: ","),
+            id, shortUUID, handleText, flags.joined(separator: ","), state.isEmpty ? "-" : state.joined(separator: ","),
             ValueText.hexNumber(value), ValueText.shown(value, type: type),
         ]
+    }
+
+    /// `0x002a`, or `-` when bluetoothd has not placed it yet.
+    var handleText: String {
+        guard handle != 0 else { return "-" }
+        let digits = String(handle, radix: 16)
+        return "0x" + String(repeating: "0", count: 4 - digits.count) + digits
     }
 
     var json: JSONText.Value {
@@ -91,7 +101,7 @@ struct CharacteristicItem {
                 ("id", .string(id)), ("service", .string(service)), ("uuid", .string(uuid)),
                 ("flags", .array(flags.map { .string($0) })), ("subscribed", .bool(notifying)),
                 ("persistent", .bool(persistent)), ("notifySockets", .number(notifySockets)),
-                ("writeSockets", .number(writeSockets)),
+                ("writeSockets", .number(writeSockets)), ("handle", .number(Int(handle))),
             ] + JSONText.valueMembers(value) + JSONText.typedMembers(value, type: type))
     }
 }

@@ -78,6 +78,7 @@ final class Daemon {
         control.sendToCentrals = { [unowned application] attribute, value, addresses in
             application.send(attribute, value: value, to: addresses)
         }
+        control.characteristicHandles = { [unowned application] in application.currentHandles.characteristics }
         application.onCentralSubscription = { [unowned control] attribute, device, subscribed in
             control.centralSubscriptionEvent(attribute, device: device, subscribed: subscribed)
         }
