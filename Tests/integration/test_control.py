@@ -94,12 +94,12 @@ def test_get_and_list_render_values(gattd, standin, gattctl):
     assert result.stdout.splitlines() == ["hex   0x68656c6c6f", 'utf8  "hello"']
     standin.call("Subscribe", path_of(standin, HR_MEASUREMENT), DEVICE)
     lines = gattctl("list").stdout.splitlines()
-    # Aligned columns: id, UUID, flags, state, hex, value (typed when the definition says)
-    assert lines == ['hr-measurement  2a37                                  notify      subscribed  0x0048        "\\u{0}H"',
-                     'device-label    12345678-1234-5678-1234-56789abcdef1  read,write  persistent  0x68656c6c6f  "hello"']
+    # Aligned columns: id, UUID, handle, flags, state, hex, value (typed when the definition says)
+    assert lines == ['hr-measurement  2a37                                  0x000e  notify      subscribed  0x0048        "\\u{0}H"',
+                     'device-label    12345678-1234-5678-1234-56789abcdef1  0x0012  read,write  persistent  0x68656c6c6f  "hello"']
     items = [json.loads(line) for line in gattctl("list", "--json").stdout.splitlines()]
-    assert [(i["id"], i["subscribed"], i["persistent"], i["hex"]) for i in items] == \
-        [("hr-measurement", True, False, "0048"), ("device-label", False, True, "68656c6c6f")]
+    assert [(i["id"], i["subscribed"], i["persistent"], i["hex"], i["handle"]) for i in items] == \
+        [("hr-measurement", True, False, "0048", 0x000e), ("device-label", False, True, "68656c6c6f", 0x0012)]
 
 
 def test_unknown_ids_and_invalid_values_exit_with_documented_codes(gattd, gattctl):

@@ -81,7 +81,7 @@ def test_acknowledged_write_is_read_back_after_restart(start_gattd, standin, sta
     write(standin, LABEL, b"remembered")
     write(standin, VOLATILE, b"\x01" * 8)
     saved = state_file(state_dir)
-    assert saved["version"] == 1
+    assert saved["version"] == 3, "handles are saved with the values (version 3)"
     assert bytes.fromhex(saved["characteristics"]["label"]["value"]) == b"remembered"
     assert "volatile" not in saved["characteristics"]
     g.child.stop(stop_signal)
@@ -252,7 +252,7 @@ def test_crash_under_write_storm_loses_no_acknowledged_write(start_gattd, standi
     must serve A, or U. U is acceptable because gattd may have saved it and died before
     replying: the central saw no acknowledgement, so keeping it loses nothing promised.
     Anything older than A is a lost acknowledged write; anything else is a phantom. Also
-    after every restart: state.json parses as version 1 and nothing was moved aside as
+    after every restart: state.json parses as version 3 and nothing was moved aside as
     damaged.
 
     GATTD_CRASH_TRIALS (default 40) and GATTD_CRASH_SECONDS (default 180) bound the run;
@@ -275,7 +275,7 @@ def test_crash_under_write_storm_loses_no_acknowledged_write(start_gattd, standi
         done += 1
         assert glob.glob(os.path.join(state_dir, "state.json.damaged-*")) == [], "seed %d trial %d" % (seed, done)
         if any(c.durable for c in chains):
-            assert state_file(state_dir)["version"] == 1
+            assert state_file(state_dir)["version"] == 3
         for chain in chains:
             served = struct.unpack(">Q", read(standin, STORM[chain.name]))[0]
             allowed = {chain.durable} | ({chain.unknown} if chain.unknown is not None else set())

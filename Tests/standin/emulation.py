@@ -46,6 +46,9 @@ class Emulation:
         self.capabilities = profile["capabilities"]
         self.refuse_adverts = profile.get("refuse_adverts", False)
         self.refuse_without_handle = profile.get("refuse_without_handle", False)
+        # From 5.74 a characteristic's or descriptor's Handle picks its slot in the service
+        # (src/shared/gatt-db.c service_get_attribute_index); before, only its number.
+        self.handles_by_index = tuple(int(p) for p in self.version.split(".")) >= (5, 74)
 
     def advertising_properties(self):
         """The LEAdvertisingManager1 properties this version adds to the 5.66 set."""

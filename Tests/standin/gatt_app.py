@@ -70,29 +70,25 @@ def _is_path(v):
 
 
 class HandleAllocator:
-    """First-fit handle ranges, like gatt_db_insert_service with handle 0.
+    """Service handle ranges as gatt_db_insert_service places them (5.66 and 5.82 alike).
 
-    Handles 0x0001-0x000b are taken by bluetoothd's own GAP and GATT services.
+    Handles 0x0001-0x000b are taken by bluetoothd's own GAP and GATT services. A service
+    whose Handle is 0 goes after the highest handle ever used (bluetoothd's next_handle,
+    which removals never lower while its own services remain); a requested one goes where
+    asked if that range is free, else the insertion fails.
     """
 
     def __init__(self):
         self.used = [(0x0001, 0x000B)]
+        self.next_handle = 0x000C
 
     def allocate(self, count, requested=0):
-        if requested:
-            end = requested + count - 1
-            if end > 0xFFFF or any(not (end < a or requested > b) for a, b in self.used):
-                return 0
-            self.used.append((requested, end))
-            return requested
-        start = 1
-        for a, b in sorted(self.used):
-            if start + count - 1 < a:
-                break
-            start = max(start, b + 1)
-        if start + count - 1 > 0xFFFF:
+        start = requested or self.next_handle
+        end = start + count - 1
+        if end > 0xFFFF or any(not (end < a or start > b) for a, b in self.used):
             return 0
-        self.used.append((start, start + count - 1))
+        self.used.append((start, end))
+        self.next_handle = max(self.next_handle, end + 1)
         return start
 
     def release(self, start):
@@ -131,9 +127,12 @@ class GattApp:
         return True
 
 
-def build_app(owner, app_path, adapter, objects, allocator):
+def build_app(owner, app_path, adapter, objects, allocator, handles_by_index=False):
     """Parse a GetManagedObjects reply (ordered dict path -> {iface: props}).
 
+    handles_by_index: a characteristic's or descriptor's requested Handle picks its slot in
+    the service, as from 5.74 (5.82); else (5.66) it is taken as the attribute's handle
+    while the attribute goes to the next free slot.
     Returns GattApp; raises RegistrationFailed with bluetoothd's reply message.
     """
     proxies = []
@@ -209,7 +208,7 @@ def build_app(owner, app_path, adapter, objects, allocator):
     created = set()
     try:
         for svc in app.services:
-            _add_service(app, svc, created, allocator)
+            _add_service(app, svc, created, allocator, handles_by_index)
     except RegistrationFailed:
         for start, _ in app.handle_ranges:
             allocator.release(start)
@@ -246,7 +245,7 @@ def _handle_of(attr):
     return int(value)
 
 
-def _add_service(app, svc, created, allocator):
+def _add_service(app, svc, created, allocator, handles_by_index):
     svc.uuid = _uuid_of(svc)
     primary = svc.props.get("Primary")
     if not isinstance(primary, dbus.Boolean):
@@ -274,17 +273,57 @@ def _add_service(app, svc, created, allocator):
             svc.includes.append(target.path)
             next_handle += 1
     created.add(svc.path)
+    # The service's slots: index -> handle. CCC and CEP always take the first free slot.
+    slots = {0: start}
+    for index in range(1, next_handle - start):
+        slots[index] = start + index
+    end = start + svc.attr_cnt - 1
+
+    def first_free(end_offset=0):
+        index = next((i for i in range(svc.attr_cnt - end_offset) if i not in slots), None)
+        if index is None:
+            raise RegistrationFailed(DB_ENTRY_FAILED, "No free attribute slot in %s" % svc.path)
+        return index
+
+    def insert(attr, requested, end_offset):
+        """The handle gatt_db_service_insert_* gives attr (the value's, for a characteristic)."""
+        if handles_by_index and requested:
+            index = requested - start      # the value's slot for a characteristic
+            first = 2 if attr.kind == "characteristic" else 1
+            if index < first or index >= svc.attr_cnt:
+                raise RegistrationFailed(DB_ENTRY_FAILED, "Handle 0x%04x of %s is outside its service 0x%04x-0x%04x"
+                                         % (requested, attr.path, start, end))
+            if attr.kind == "characteristic":
+                slots[index - 1] = requested - 1
+            slots[index] = requested
+            return requested
+        if requested and requested <= start:
+            raise RegistrationFailed(DB_ENTRY_FAILED, "Handle 0x%04x of %s is not after its service's 0x%04x"
+                                     % (requested, attr.path, start))
+        index = first_free(end_offset)
+        previous = slots[index - 1]
+        if attr.kind == "characteristic":
+            handle = requested or previous + 2
+            slots[index] = handle - 1
+            slots[index + 1] = handle
+        else:
+            handle = requested or previous + 1
+            slots[index] = handle
+        return handle
+
+    def add_plain():
+        index = first_free()
+        slots[index] = slots[index - 1] + 1
+
     for chrc in svc.children:
-        _handle_of(chrc)
+        requested = _handle_of(chrc)
         chrc.uuid = _uuid_of(chrc)
-        chrc.handle = next_handle + 1          # value handle, after the declaration
-        next_handle += 2
+        chrc.handle = insert(chrc, requested, 1)   # the value's handle, after the declaration
         if chrc.chrc_flags.has_ccc:
-            next_handle += 1
+            add_plain()
         if chrc.chrc_flags.has_cep:
-            next_handle += 1
+            add_plain()
         for desc in chrc.children:
-            _handle_of(desc)
+            requested = _handle_of(desc)
             desc.uuid = _uuid_of(desc)
-            desc.handle = next_handle
-            next_handle += 1
+            desc.handle = insert(desc, requested, 0)

@@ -109,7 +109,8 @@ class GattManager:
             return
         allocator = self.allocators.setdefault(adapter.name, gatt_app.HandleAllocator())
         try:
-            app = gatt_app.build_app(sender, path, adapter.name, objects, allocator)
+            app = gatt_app.build_app(sender, path, adapter.name, objects, allocator,
+                                     handles_by_index=self.daemon.emulation.handles_by_index)
         except gatt_app.RegistrationFailed as failure:
             self.daemon.log("RegisterApplication %s %s refused: %s (%s)"
                             % (sender, path, failure.message, failure.reason))
