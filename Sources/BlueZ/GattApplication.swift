@@ -138,6 +138,12 @@ public final class GattApplication: NotificationSink {
         }
         handles = HandleBook(requested: layout.handles, logger: logger)
         handles.requests = requests
+        logger.debug(
+            "requesting handles",
+            metadata: [
+                "services": "\(layout.handles.services.sorted { $0.key < $1.key }.map { "\($0.key)=\(HandleBook.text($0.value))" })",
+                "characteristics": "\(layout.handles.characteristics.count)",
+            ])
         connection.addObjectManager(at: rootPath)
         let socketPaths = usableSocketPaths(configuration)
         let sockets = requests.sockets

@@ -47,6 +47,7 @@ final class HandleBook {
                 metadata: ["gatt.id": "\(id)", "requested": "\(Self.text(wanted))", "handle": "\(Self.text(handle))"])
         }
         written[kind, id] = handle
+        logger.debug("bluetoothd chose a handle", metadata: ["gatt.id": "\(id)", "handle": "\(Self.text(handle))"])
     }
 
     /// Forgets the requested handles, so the next registration lets bluetoothd choose;
