@@ -229,4 +229,36 @@ struct StatePersistenceTests {
         #expect(replies.values.count == 2)
         #expect(fixture.persistence.savedAdvertisementEnabled(id: "main") == false)
     }
+
+    @Test("handles are restored, recorded once registered, saved, and a bad handles section is logged alone")
+    func handles() throws {
+        let fixture = try Fixture()
+        var document = StateDocument(
+            characteristics: ["mode": .init(uuid: BluetoothUUID("12345678-1234-5678-1234-56789abcdef2")!, value: [7], minLength: 0, maxLength: 512)])
+        document.handles = AttributeHandles(services: ["svc": 0x40], characteristics: ["label": 0x42])
+        fixture.persistence.restore(from: .loaded(document))
+        #expect(fixture.persistence.savedHandles == document.handles)
+        let placed = AttributeHandles(services: ["svc": 0x40], characteristics: ["label": 0x42, "mode": 0x46])
+        fixture.persistence.recordHandles(placed)
+        fixture.scheduler.endIteration()
+        #expect(fixture.storage.saved.last?.handles == placed)
+        #expect(fixture.storage.saved.last?.characteristics["mode"]?.value == [7])
+        let saves = fixture.storage.saved.count
+        fixture.persistence.recordHandles(placed)
+        fixture.scheduler.endIteration()
+        #expect(fixture.storage.saved.count == saves, "the same handles again write nothing")
+
+        let other = try Fixture()
+        var damaged = try StateDocument(
+            decoding: Array(#"{"version": 3, "advertisements": {}, "handles": {"services": {"svc": 0}}}"#.utf8))
+        damaged.characteristics = document.characteristics
+        other.persistence.restore(from: .loaded(damaged))
+        #expect(other.persistence.savedHandles.isEmpty)
+        #expect(try other.attribute("mode").value == [7], "the values are kept")
+        #expect(
+            other.log.lines.contains {
+                $0.hasPrefix("error the state file's attribute handles are unusable")
+                    && $0.contains(#"reason=handles.services["svc"]: handle 0 is outside 1...65535"#)
+            })
+    }
 }
