@@ -10,6 +10,12 @@ gattd's default agent about the peripheral's end. Phases (one per run):
             `ticks` notifications (encrypt-notify), disconnect.
   bonded    connect to the bonded peripheral and read `secret` (expects --expect); this
             central's agent must not be asked anything (no pairing again).
+  cached    the bonded central as a phone that caches the table: connect and, as soon as
+            each characteristic object it cached is there, read it (no waiting for
+            ServicesResolved, no rediscovery asked for): each gives its own value; then the
+            tree, once resolved, has every characteristic still defined at the object path
+            (which names its handle: .../service000c/char000d) it had before (--handles
+            FILE keeps them between runs; the first run records them).
   stranger  forget the peripheral, connect: gattd (bondedOnly, pairing closed) must drop
             the link at once.
   refused   forget, connect, read `plain`, then read `pin` (encrypt-authenticated-read)
@@ -19,6 +25,8 @@ gattd's default agent about the peripheral's end. Phases (one per run):
             expects the pairing to fail and `pin` to stay unreadable.
 """
 import argparse
+import json
+import os
 import subprocess
 import time
 
@@ -36,6 +44,11 @@ SERVICE_PK = '5ec0de00-1234-5678-1234-56789abc0001'
 
 def chrc_uuid(n, service):
     return '5ec0de%02x' % n + service[8:]
+
+
+# configs/security-jw-grown.json: a service before `locker`, a characteristic before `ticks`.
+SERVICE_ADDED = '5ec0de00-1234-5678-1234-56789abc0002'
+GROWN_VALUES = {chrc_uuid(4, SERVICE_JW): b'inserted before ticks', chrc_uuid(1, SERVICE_ADDED): b'added service'}
 
 
 class CentralAgent(dbus.service.Object):
@@ -220,6 +233,80 @@ def phase_bonded(central, args):
     central.disconnect(path)
 
 
+def expected_value(uuid, args):
+    """What characteristic `uuid` must read; None for `ticks` (a counter: one byte)."""
+    values = {chrc_uuid(1, SERVICE_JW): b'open to all', chrc_uuid(2, SERVICE_JW): args.expect.encode()}
+    values.update(GROWN_VALUES)
+    return values.get(uuid)
+
+
+def check_value(uuid, value, args, when):
+    wanted = expected_value(uuid, args)
+    if (wanted is None and len(value) != 1) or (wanted is not None and value != wanted):
+        raise CheckFailed('%s: characteristic %s read %r, expected %s'
+                          % (when, uuid[:8], value, 'one byte' if wanted is None else repr(wanted)))
+
+
+def phase_cached(central, args):
+    agent = CentralAgent(central.bus, forbid=True)
+    register_agent(central, agent, 'KeyboardDisplay')
+    path = central.device_path(args.peer)
+    if not central.prop(path, 'org.bluez.Device1', 'Paired'):
+        raise CheckFailed('this central lost its bond with %s' % args.peer)
+    before = {}
+    if os.path.exists(args.handles):
+        with open(args.handles) as f:
+            before = json.load(f)
+    try:
+        central.call(path, 'org.bluez.Device1', 'Connect', timeout=60)
+    except dbus.DBusException as e:
+        raise CheckFailed('connect failed: %s: %s' % (e.get_dbus_name(), e.get_dbus_message()))
+    early = 0
+    for uuid, cached in sorted(before.items()):
+        # Read at the cached object path (the cached handle) as soon as it is there.
+        central.pump_until(lambda: dbus.ObjectPath(cached) in central.objects(), 30, 'cached object %s' % cached)
+        resolved = bool(central.prop(path, 'org.bluez.Device1', 'ServicesResolved'))
+        try:
+            value = central.read(cached)
+        except dbus.DBusException as e:
+            raise CheckFailed('read of %s at its cached path %s failed: %s: %s'
+                              % (uuid[:8], cached, e.get_dbus_name(), e.get_dbus_message()))
+        check_value(uuid, value, args, 'right after reconnecting')
+        early += 0 if resolved else 1
+        step('cached %s %s read %r%s' % (uuid[:8], cached.rsplit('/', 2)[-2:], value,
+                                          '' if resolved else ' (before ServicesResolved)'))
+    central.pump_until(lambda: bool(central.prop(path, 'org.bluez.Device1', 'ServicesResolved')), 60,
+                       'services resolved')
+    def current():
+        tree = central.gatt_tree(path)
+        return {uuid: c['path'] for service in tree.values() for uuid, c in service['chrcs'].items()
+                if service['uuid'] in (full_uuid(SERVICE_JW), full_uuid(SERVICE_ADDED))}
+    # A changed tree reaches the central through Service Changed, after the reads above.
+    central.pump_until(lambda: len(set(current()) - set(before)) >= args.new, 60,
+                       '%d new characteristics (Service Changed)' % args.new)
+    now = current()
+    moved = {uuid: (before[uuid], now[uuid]) for uuid in before if uuid in now and now[uuid] != before[uuid]}
+    if moved:
+        raise CheckFailed('characteristics moved: %s' % moved)
+    gone = sorted(set(before) - set(now))
+    if gone:
+        raise CheckFailed('characteristics that are still defined are gone: %s' % gone)
+    for uuid, cpath in sorted(now.items()):
+        if uuid not in before:
+            check_value(uuid, central.read(cpath), args, 'after rediscovery')
+            step('new %s at %s' % (uuid[:8], cpath.rsplit('/', 2)[-2:]))
+    if agent.calls:
+        raise CheckFailed('the bonded central was asked to pair again: %s' % agent.calls)
+    added = len(set(now) - set(before))
+    if before and added != args.new:
+        raise CheckFailed('%d new characteristics, expected %d' % (added, args.new))
+    step('%d characteristics at their cached handles (%d read before services were resolved), %d new'
+         % (len(before), early, added))
+    with open(args.handles, 'w') as f:
+        json.dump(now, f)
+    central.disconnect(path)
+
+
 def phase_stranger(central, args):
     path = find(central, args, SERVICE_JW)
     t0 = time.monotonic()
@@ -297,7 +384,11 @@ def phase_passkey(central, args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('phase', choices=['pair', 'bonded', 'stranger', 'refused', 'passkey'])
+    parser.add_argument('phase', choices=['pair', 'bonded', 'cached', 'stranger', 'refused', 'passkey'])
+    parser.add_argument('--new', type=int, default=0,
+                        help='cached: how many characteristics the central must find that it had not cached')
+    parser.add_argument('--handles', default='/tmp/central-handles.json',
+                        help='cached: where the characteristics\' object paths are kept between runs')
     parser.add_argument('--adapter', default='hci1')
     parser.add_argument('--peer', default='00:AA:01:00:00:00')
     parser.add_argument('--gattctl')
@@ -307,7 +398,7 @@ def main():
     parser.add_argument('--wrong', action='store_true')
     args = parser.parse_args()
     central = Central(args.adapter, timeout=30)
-    phases = {'pair': phase_pair, 'bonded': phase_bonded, 'stranger': phase_stranger,
+    phases = {'pair': phase_pair, 'bonded': phase_bonded, 'cached': phase_cached, 'stranger': phase_stranger,
               'refused': phase_refused, 'passkey': phase_passkey}
     run(lambda: (central.power_on(), phases[args.phase](central, args)))
 

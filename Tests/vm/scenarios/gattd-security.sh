@@ -10,8 +10,14 @@
 #      running as nobody (Debian's bus policy) and one running as root try to read the
 #      values over D-Bus (Properties.Get, GetManagedObjects, match rules) and get nothing;
 #   2. the window closes on time (Adapter1.Pairable false);
-#   3. the bond survives a gattd restart and a bluetoothd restart (read without pairing),
-#      and gattd puts the adapter's Pairable back as it found it when it stops;
+#   3. the bond survives a gattd restart, a bluetoothd restart, both restarting as after a
+#      reboot (gattd first, then bluetoothd), and a reload that adds a service before the
+#      other and a characteristic before another (configs/security-jw-grown.json); after
+#      each, the central (a caching one: bluetoothd-cache.conf, `security.py cached`)
+#      reconnects and reads every characteristic at the object path it cached, which names
+#      its handle, as soon as it is there, without pairing again and without waiting for
+#      rediscovery: each gives its own value, and none has moved. gattd puts the adapter's
+#      Pairable back as it found it when it stops;
 #   4. `gattctl pairing open 5` opens it again, for 5 s;
 #   5. `gattctl bonds remove` -> the central is a stranger: gattd drops its link (bondedOnly);
 #      it pairs again once `gattctl pairing open` opens the window.
@@ -29,7 +35,9 @@ install_gattd_policy
 gattd="" pids=()
 cleanup() { kill "${pids[@]}" $gattd 2>/dev/null; }
 trap cleanup EXIT
-CONFIG=$VM/configs/security-jw.json
+# A copy, so that phase 3 can reload gattd with another definition at the same path.
+CONFIG=/tmp/gattd-security.json
+cp "$VM/configs/security-jw.json" "$CONFIG"
 STATE=/var/lib/gattd-security
 mkdir -p "$STATE"
 starts=0
@@ -139,22 +147,52 @@ awk -v a="$T_ASKED" -v b="$T_ANSWERED" -v c="$closed" -v l="$LEFT" \
 expect_pairable false "the window closed $took s after gattctl said $LEFT s were left"
 echo "phase 2 done ($(elapsed) s)"
 
-echo "== 3. the bond survives restarts"
-central bonded --expect "written by the central" || exit 1
+echo "== 3. the bond survives restarts; a caching central finds every attribute where it was"
+HANDLES=$OUT/central-handles.json
+rm -f "$HANDLES"
+cached() { # WHAT [NEW]: NEW characteristics the central did not cache must reach it
+    echo "-- $1"
+    central cached --handles "$HANDLES" --expect "written by the central" --new "${2:-0}" || exit 1
+}
+cached "the bonded central records where the characteristics are"
 stop_gattd
 expect_pairable "$FOUND_PAIRABLE" "gattd stopped: as it found it"
 start_gattd
 serving
-central bonded --expect "written by the central" || exit 1
-mapfile -d '' bt_argv <"/proc/$BLUETOOTHD_PID/cmdline"
-kill -TERM "$BLUETOOTHD_PID"
-for _ in $(seq 100); do kill -0 "$BLUETOOTHD_PID" 2>/dev/null || break; sleep 0.1; done
-wait_count "$OUT/gattd.log" 'org.bluez left the bus' 1 30 || exit 1
-echo "---- bluetoothd restarted by the scenario" >>"$OUT/bluetoothd.log"
-echo "--- bluetoothd restarted by the scenario" >>"$OUT/gattd.log"
-"${bt_argv[@]}" >>"$OUT/bluetoothd.log" 2>&1 & pids+=($!)
+cached "after a gattd restart"
+restart_bluetoothd() {
+    mapfile -d '' bt_argv <"/proc/$BLUETOOTHD_PID/cmdline"
+    kill -TERM "$BLUETOOTHD_PID"
+    for _ in $(seq 100); do kill -0 "$BLUETOOTHD_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$BLUETOOTHD_PID" 2>/dev/null && { echo "FAIL: bluetoothd did not stop"; exit 1; }
+    echo "---- bluetoothd restarted by the scenario ($1)" >>"$OUT/bluetoothd.log"
+}
+start_bluetoothd() {
+    echo "--- bluetoothd started by the scenario" >>"$OUT/gattd.log"
+    "${bt_argv[@]}" >>"$OUT/bluetoothd.log" 2>&1 &
+    BLUETOOTHD_PID=$!
+    pids+=($BLUETOOTHD_PID)
+}
+left=$(count "$OUT/gattd.log" 'org.bluez left the bus')
+restart_bluetoothd "bluetoothd restart"
+wait_count "$OUT/gattd.log" 'org.bluez left the bus' $((left + 1)) 30 || exit 1
+start_bluetoothd
 serving
-central bonded --expect "written by the central" || exit 1
+cached "after a bluetoothd restart"
+# As after a reboot: both stop; gattd comes up first and waits for bluetoothd.
+stop_gattd
+restart_bluetoothd "both, as after a reboot"
+start_gattd
+wait_since_mark "$OUT/gattd.log" 'waiting for org.bluez' 30 || exit 1
+start_bluetoothd
+serving
+cached "after gattd and bluetoothd restarted as after a reboot"
+cp "$VM/configs/security-jw-grown.json" "$CONFIG"
+echo "--- gattd reloads security-jw-grown.json" >>"$OUT/gattd.log"
+kill -HUP "$gattd"
+wait_since_mark "$OUT/gattd.log" 'GATT application registered' 60 || exit 1
+cached "after a reload that adds a service before the other and a characteristic before ticks" 2
+grep -c 'Service Changed' "$OUT/btmon.txt" | sed 's/^/btmon: lines naming Service Changed: /'
 echo "phase 3 done ($(elapsed) s)"
 
 echo "== 4. gattctl pairing open 5"
