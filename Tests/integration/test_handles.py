@@ -187,3 +187,21 @@ def test_a_taken_range_falls_back_to_bluetoothds_choice(start_gattd, standin, tm
     assert placed[uuid(0x100)] >= 0x000c
     wait_until(lambda: json.load(open(str(state / "state.json"))).get("handles", {}).get("services", {}).get("first")
                == placed[uuid(0x100)], 10, "the chosen handles to be saved")
+
+
+def test_only_bluetoothd_may_set_handle(start_gattd, standin, private_bus, tmp_path):
+    """Handle is read-write for bluetoothd's write-back; any other caller is refused, so
+    nobody else can make gattd remember (and later request) wrong handles."""
+    config = str(tmp_path / "gatt.json")
+    write_config(config, definition())
+    start_gattd(config)
+    owner = registered(standin)
+    before = handles(standin)
+    bus = private_bus.connect()
+    service = bus.get_object(owner, "/org/gattd/app/first", introspect=False)
+    props = dbus.Interface(service, "org.freedesktop.DBus.Properties")
+    assert int(props.Get("org.bluez.GattService1", "Handle")) == before[uuid(0x100)]
+    with pytest.raises(dbus.DBusException) as refused:
+        props.Set("org.bluez.GattService1", "Handle", dbus.UInt16(0x0500), signature="ssv")
+    assert refused.value.get_dbus_name() == "org.freedesktop.DBus.Error.AccessDenied"
+    assert int(props.Get("org.bluez.GattService1", "Handle")) == before[uuid(0x100)]
