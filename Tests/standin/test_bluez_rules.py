@@ -141,3 +141,44 @@ def test_advert_budget_and_types():
     assert adv_rules.parse_problem(ad(Type=dbus.String("broadcast"), Discoverable=dbus.Boolean(True))) is not None
     assert adv_rules.parse_problem(ad(LocalName=dbus.String("x"),
                                       Includes=dbus.Array(["local-name"], signature="s"))) is not None
+
+
+def with_handle(obj, handle):
+    (iface, props), = obj.items()
+    props["Handle"] = dbus.UInt16(handle)
+    return obj
+
+
+def test_handle_zero_service_goes_after_the_highest_handle_ever_used():
+    allocator = HandleAllocator()
+    first = build_app(":1.9", "/app", "hci0", {"/app/s": svc(), "/app/s/c": chrc("/app/s")}, allocator)
+    start = first.services[0].handle
+    allocator.release(start)
+    again = build_app(":1.9", "/app", "hci0", {"/app/s": svc(), "/app/s/c": chrc("/app/s")}, allocator)
+    assert again.services[0].handle == start + 3, "bluetoothd's next_handle never goes down"
+    pinned = build_app(":1.9", "/app2", "hci0", {"/app2/s": with_handle(svc(), start), "/app2/s/c": chrc("/app2/s")},
+                       allocator)
+    assert pinned.services[0].handle == start, "a requested free range is honoured"
+    with pytest.raises(RegistrationFailed) as err:
+        build_app(":1.9", "/app3", "hci0", {"/app3/s": with_handle(svc(), start + 1)}, allocator)
+    assert err.value.message == "Failed to create entry in database"
+
+
+@pytest.mark.parametrize("by_index", [False, True])
+def test_requested_characteristic_handles(by_index):
+    """The consecutive layout is placed the same by 5.66 (numbers) and 5.82 (slots); a
+    number that skips a slot is kept as a number by 5.66 and moves the attribute on 5.82."""
+    objects = {"/app/s": with_handle(svc(), 0x40),
+               "/app/s/a": with_handle(chrc("/app/s", flags=["read", "notify"]), 0x42),
+               "/app/s/b": with_handle(chrc("/app/s", uuid="2A38"), 0x45)}
+    app = build_app(":1.9", "/app", "hci0", objects, HandleAllocator(), handles_by_index=by_index)
+    by = {a.path: a.handle for a in app.attributes()}
+    assert by == {"/app/s": 0x40, "/app/s/a": 0x42, "/app/s/b": 0x45}
+    outside = dict(objects)
+    outside["/app/s/b"] = with_handle(chrc("/app/s", uuid="2A38"), 0x50)
+    if by_index:
+        with pytest.raises(RegistrationFailed):
+            build_app(":1.9", "/app", "hci0", outside, HandleAllocator(), handles_by_index=True)
+    else:
+        app = build_app(":1.9", "/app", "hci0", outside, HandleAllocator())
+        assert {a.path: a.handle for a in app.attributes()}["/app/s/b"] == 0x50
