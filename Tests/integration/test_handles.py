@@ -9,14 +9,13 @@ requested one where asked; characteristics and descriptors by number (5.66) or b
 import json
 import os
 import signal
-import subprocess
 
 import dbus
 import pytest
 
 from harness import Standin
 from fixtures import print_on_failure, read, wait_until
-from conftest import gattctl_binary
+from conftest import run_gattctl
 
 WAIT_MS = dbus.UInt32(10000)
 BASE = "12345678-1234-5678-1234-56789abc%04x"
@@ -116,10 +115,8 @@ def test_handles_stay_across_restart_bluetoothd_restart_and_reload(start_gattd, 
 
 
 def test_gattctl_list_shows_handles(start_gattd, standin, private_bus, tmp_path):
-    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=private_bus.address)
-
     def gattctl(*args):
-        return subprocess.run([gattctl_binary()] + list(args), capture_output=True, text=True, env=env, timeout=30)
+        return run_gattctl(private_bus, *args)
 
     config = str(tmp_path / "gatt.json")
     write_config(config, definition())
