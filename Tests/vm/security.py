@@ -263,14 +263,23 @@ def phase_cached(central, args):
         raise CheckFailed('connect failed: %s: %s' % (e.get_dbus_name(), e.get_dbus_message()))
     early = 0
     for uuid, cached in sorted(before.items()):
-        # Read at the cached object path (the cached handle) as soon as it is there.
-        central.pump_until(lambda: dbus.ObjectPath(cached) in central.objects(), 30, 'cached object %s' % cached)
-        resolved = bool(central.prop(path, 'org.bluez.Device1', 'ServicesResolved'))
-        try:
-            value = central.read(cached)
-        except dbus.DBusException as e:
-            raise CheckFailed('read of %s at its cached path %s failed: %s: %s'
-                              % (uuid[:8], cached, e.get_dbus_name(), e.get_dbus_message()))
+        # Read at the cached object path (the cached handle) as soon as it is there. Only
+        # the object vanishing is tolerated (this central took a Service Changed and is
+        # discovering the range again: it then reads at the path it finds, checked below);
+        # an ATT error such as Invalid Handle, or another value, fails.
+        for attempt in range(3):
+            central.pump_until(lambda: dbus.ObjectPath(cached) in central.objects(), 60, 'cached object %s' % cached)
+            resolved = bool(central.prop(path, 'org.bluez.Device1', 'ServicesResolved'))
+            try:
+                value = central.read(cached)
+                break
+            except dbus.DBusException as e:
+                if e.get_dbus_name() == 'org.freedesktop.DBus.Error.UnknownObject' and attempt < 2:
+                    step('cached %s: the object went away (Service Changed being handled); waiting for it'
+                         % uuid[:8])
+                    continue
+                raise CheckFailed('read of %s at its cached path %s failed: %s: %s'
+                                  % (uuid[:8], cached, e.get_dbus_name(), e.get_dbus_message()))
         check_value(uuid, value, args, 'right after reconnecting')
         early += 0 if resolved else 1
         step('cached %s %s read %r%s' % (uuid[:8], cached.rsplit('/', 2)[-2:], value,
