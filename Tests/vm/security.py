@@ -247,6 +247,28 @@ def check_value(uuid, value, args, when):
                           % (when, uuid[:8], value, 'one byte' if wanted is None else repr(wanted)))
 
 
+def every(seconds, check):
+    """check() at most once per `seconds` (a pump_until predicate): asking bluetoothd on
+    every turn of the loop kept it so busy that links timed out, and it crashed."""
+    state = {'at': None, 'result': False}
+
+    def predicate():
+        now = time.monotonic()
+        if state['at'] is None or now - state['at'] >= seconds:
+            state['at'] = now
+            state['result'] = check()
+        return state['result']
+    return predicate
+
+
+def has_object(central, path):
+    try:
+        central.prop(path, 'org.bluez.GattCharacteristic1', 'UUID')
+        return True
+    except dbus.DBusException:
+        return False
+
+
 def phase_cached(central, args):
     agent = CentralAgent(central.bus, forbid=True)
     register_agent(central, agent, 'KeyboardDisplay')
@@ -268,7 +290,7 @@ def phase_cached(central, args):
         # discovering the range again: it then reads at the path it finds, checked below);
         # an ATT error such as Invalid Handle, or another value, fails.
         for attempt in range(3):
-            central.pump_until(lambda: dbus.ObjectPath(cached) in central.objects(), 60, 'cached object %s' % cached)
+            central.pump_until(every(0.2, lambda: has_object(central, cached)), 60, 'cached object %s' % cached)
             resolved = bool(central.prop(path, 'org.bluez.Device1', 'ServicesResolved'))
             try:
                 value = central.read(cached)
@@ -291,7 +313,7 @@ def phase_cached(central, args):
         return {uuid: c['path'] for service in tree.values() for uuid, c in service['chrcs'].items()
                 if service['uuid'] in (full_uuid(SERVICE_JW), full_uuid(SERVICE_ADDED))}
     # A changed tree reaches the central through Service Changed, after the reads above.
-    central.pump_until(lambda: len(set(current()) - set(before)) >= args.new, 60,
+    central.pump_until(every(0.5, lambda: len(set(current()) - set(before)) >= args.new), 60,
                        '%d new characteristics (Service Changed)' % args.new)
     now = current()
     moved = {uuid: (before[uuid], now[uuid]) for uuid in before if uuid in now and now[uuid] != before[uuid]}
