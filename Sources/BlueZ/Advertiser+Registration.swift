@@ -22,7 +22,7 @@ extension Advertiser {
             destination: BlueZNames.service, path: adapterPath, interface: Freedesktop.properties, member: Freedesktop.getAll,
             arguments: [.string(BlueZNames.advertisingManager)]
         ) { [unowned self] result in
-            guard attempt == self.generation else { return }
+            guard self.isCurrent(attempt) else { return }
             let properties = (try? result.get().arguments())?.first
             guard let properties, let free = properties.variantDictionaryValue("SupportedInstances")?.asByte,
                 let active = properties.variantDictionaryValue("ActiveInstances")?.asByte
@@ -69,7 +69,7 @@ extension Advertiser {
             destination: BlueZNames.service, path: adapterPath, interface: BlueZNames.advertisingManager,
             member: "RegisterAdvertisement", arguments: [.objectPath(slot.exported.path), .variantDictionary([])]
         ) { [unowned self] result in
-            guard attempt == self.generation else { return }
+            guard self.isCurrent(attempt) else { return }
             switch result.registered {
             case .success:
                 self.registered(slot)
@@ -144,7 +144,7 @@ extension Advertiser {
             destination: BlueZNames.service, path: adapterPath, interface: BlueZNames.advertisingManager,
             member: "UnregisterAdvertisement", arguments: [.objectPath(slot.exported.path)]
         ) { [unowned self] _ in
-            guard attempt == self.generation else { return }
+            guard self.isCurrent(attempt) else { return }
             self.register(slot)
         }
     }
@@ -156,7 +156,7 @@ extension Advertiser {
         let key = timerSequence
         timers[key] = clock.at(clock.now() + delay) { [unowned self] in
             self.timers[key] = nil
-            guard attempt == self.generation else { return }
+            guard self.isCurrent(attempt) else { return }
             action()
         }
     }

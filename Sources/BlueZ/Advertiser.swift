@@ -9,13 +9,12 @@ public import Mainloop
 /// Keeps gattd's advertisements registered with `org.bluez.LEAdvertisingManager1` on the
 /// adapter the GATT application uses (docs/bluez-contract.md §7, §8).
 ///
-/// The registrar tells it where the adapter is (`adapterAvailable(path:owner:)`) and
-/// when it is gone (`adapterGone()`); everything else it watches itself: `Release()`
-/// (registers again unless the advertisement's own `timeout` has run out), `Powered`
-/// going true (registers again when `ActiveInstances` shows the kernel dropped ours),
-/// and `Device1.Connected` going false for advertisements with
-/// `readvertiseAfterDisconnect`. All calls are asynchronous; replies from before the
-/// latest adapter change are ignored.
+/// It follows the `BlueZSession` (`handle(_:)`): registers when an adapter is available,
+/// waits when it is gone, registers again when `Powered` goes true and `ActiveInstances`
+/// shows the kernel dropped ours, when `LEAdvertisingManager1` appears late, and when
+/// `Device1.Connected` goes false for advertisements with `readvertiseAfterDisconnect`;
+/// and on `Release()` unless the advertisement's own `timeout` has run out. All calls are
+/// asynchronous; replies from before the session's latest change are ignored.
 public final class Advertiser {
     /// Where one advertisement stands.
     public enum State: Equatable, Sendable {
@@ -48,21 +47,19 @@ public final class Advertiser {
     static let releaseBackoff: Duration = .seconds(1)
 
     let connection: BusConnection
+    let session: BlueZSession
     /// The release back-off's timers and the clock `Timeout` is measured on: the loop's in
     /// the daemon, a manual clock in tests.
     let clock: LoopClock
     let logger: Logger
     let alias: String?
     var slots: [Slot] = []
-    var adapterPath: ObjectPath?
-    /// The `org.bluez` unique name whose `Release()` calls are trusted.
-    var owner: String?
+    /// Set by `stop`: nothing is registered any more, and answers still on their way are dropped.
+    var stopped = false
     /// Called when bluetoothd has answered a registration (accepted or refused).
     public var onSettled: (() -> Void)?
     /// Called whenever an advertisement's state changes, with its id.
     public var onStateChange: ((String, State) -> Void)?
-    var generation = 0
-    var adapterSubscriptions: [SignalSubscription] = []
     /// The cancellers of the pending `after` timers, by sequence number.
     var timers: [Int: () -> Void] = [:]
     var timerSequence = 0
@@ -76,10 +73,11 @@ public final class Advertiser {
     public var kernel: KernelRelease?
 
     public init(
-        configuration: Configuration, connection: BusConnection, loop: EventLoop, logger: Logger,
-        clock: LoopClock? = nil
+        configuration: Configuration, connection: BusConnection, session: BlueZSession, loop: EventLoop,
+        logger: Logger, clock: LoopClock? = nil
     ) throws(DBusError) {
         self.connection = connection
+        self.session = session
         self.clock = clock ?? .loop(loop)
         self.logger = logger
         self.alias = configuration.alias
@@ -115,35 +113,61 @@ public final class Advertiser {
         return result
     }
 
-    // MARK: - Adapter presence (called by the registrar)
+    // MARK: - Adapter presence (from the session)
 
-    /// The adapter at `path`, served by `owner` (the `org.bluez` unique name), is ready for
-    /// the GATT application: set the alias, read the manager's instance counts, register.
-    public func adapterAvailable(path: ObjectPath, owner: String) {
-        forgetAdapter()
-        adapterPath = path
-        self.owner = owner
-        for slot in slots { slot.exported.trustedSender = owner }
+    /// The adapter in use, while the advertiser runs.
+    var adapterPath: ObjectPath? { stopped ? nil : session.adapter?.path }
+
+    /// The session's generation when a call went out or a timer was set.
+    var generation: Int { session.generation }
+
+    /// Whether an answer or a timer from `attempt` still concerns the adapter in use.
+    func isCurrent(_ attempt: Int) -> Bool { !stopped && session.isCurrent(attempt) }
+
+    /// Follows the session: registers on the adapter, waits while there is none, and acts
+    /// on the adapter's `Powered`, its advertising manager appearing and centrals leaving.
+    public func handle(_ event: BlueZSession.Event) {
+        guard !stopped else { return }
+        switch event {
+        case .adapterAvailable(let adapter):
+            adapterAvailable(adapter)
+        case .adapterGone(let adapter):
+            adapterGone(adapter)
+        case .vanished(let adapter?):
+            adapterGone(adapter)
+        case .powered(let powered):
+            poweredChanged(powered)
+        case .interfacesAdded(let path, let interfaces):
+            guard path == adapterPath, interfaces[BlueZNames.advertisingManager] != nil else { return }
+            logger.info("LEAdvertisingManager1 appeared", metadata: ["bluez.path": "\(path)"])
+            registerAll()
+        case .deviceChanged(let device, let changed):
+            guard changed["Connected"]?.asBool == false else { return }
+            centralDisconnected(device)
+        case .absent, .appeared, .vanished(nil), .noAdapter, .adapterProperties, .interfacesRemoved:
+            break
+        }
+    }
+
+    /// The adapter is ready for the GATT application: set the alias, read the manager's
+    /// instance counts, register.
+    private func adapterAvailable(_ adapter: BlueZSession.Adapter) {
+        forgetTimers()
+        for slot in slots { slot.exported.trustedSender = adapter.owner }
         setAlias()
-        watchAdapter(path)
         registerAll()
     }
 
     /// bluetoothd or the adapter went away: every registration is gone with it.
-    public func adapterGone() {
-        guard adapterPath != nil else { return }
-        forgetAdapter()
+    private func adapterGone(_ adapter: BlueZSession.Adapter) {
+        forgetTimers()
         for slot in slots where slot.state == .advertising || slot.state == .registering {
             slot.state = .waitingForAdapter
         }
         logger.info("advertisements wait for the adapter to return")
     }
 
-    func forgetAdapter() {
-        generation += 1
-        adapterPath = nil
-        for subscription in adapterSubscriptions { subscription.cancel() }
-        adapterSubscriptions.removeAll()
+    func forgetTimers() {
         for cancel in timers.values { cancel() }
         timers.removeAll()
     }
@@ -193,7 +217,8 @@ public final class Advertiser {
     public func stop(completion: @escaping () -> Void) {
         let path = adapterPath
         let active = slots.filter { $0.state == .advertising }
-        forgetAdapter()
+        stopped = true
+        forgetTimers()
         let restore = path != nil ? aliasToRestore : nil
         var pending = active.count + (restore == nil ? 0 : 1)
         let finish = { [unowned self] in

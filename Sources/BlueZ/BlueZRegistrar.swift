@@ -8,12 +8,13 @@ public import Mainloop
 
 /// Keeps gattd's application registered with whichever bluetoothd is running.
 ///
-/// bluetoothd keeps registrations only in memory and tells nobody when it restarts or
-/// loses an adapter (docs/bluez-contract.md §7). So this watches `NameOwnerChanged` for
-/// `org.bluez` and `InterfacesAdded`/`InterfacesRemoved` on its object tree, picks the
-/// adapter (the configured one, else the first with `GattManager1`), and registers again
-/// whenever the adapter comes back. All calls are asynchronous: bluetoothd calls
-/// `GetManagedObjects` back on this connection before it answers `RegisterApplication`.
+/// bluetoothd keeps registrations only in memory (docs/bluez-contract.md §7). The
+/// `BlueZSession` says when bluetoothd and an adapter are there; the registrar registers
+/// whenever an adapter is available and tracks where that stands (`State`). Add
+/// `handle(_:)` to the session's observers last, so that everything else has followed the
+/// adapter before `RegisterApplication` goes out. All calls are asynchronous: bluetoothd
+/// calls `GetManagedObjects` back on this connection before it answers
+/// `RegisterApplication`.
 public final class BlueZRegistrar {
     public enum State: Equatable, Sendable {
         /// Before the first answer about `org.bluez`.
@@ -31,197 +32,94 @@ public final class BlueZRegistrar {
         didSet { if state != oldValue { onStateChange?(state) } }
     }
     public var onStateChange: ((State) -> Void)?
-    /// Called with the adapter path and the `org.bluez` owner when an adapter is chosen,
-    /// and with nil when bluetoothd or the adapter goes away (drives the `Advertiser`).
-    public var onAdapterChange: ((_ path: String?, _ owner: String?) -> Void)?
 
     private let connection: BusConnection
+    private let session: BlueZSession
     private let application: GattApplication
-    private let preferredAdapter: String?
     /// The retry back-off's timers: the loop's in the daemon, a manual clock in tests.
     private let clock: LoopClock
     private let logger: Logger
-    private var subscriptions: [SignalSubscription] = []
-    /// Bumped whenever BlueZ or the adapter changes, so replies to older attempts are ignored.
-    private var generation = 0
-    private var adapterPath: ObjectPath?
+    /// Counts this registrar's own swaps of the tree (and its stop): an answer to an
+    /// `UnregisterApplication` of an earlier swap must not register a second time. Changes
+    /// of bluetoothd and the adapter are the session's `generation`.
+    private var swaps = 0
     /// Cancels the pending retry, if any.
     private var cancelRetry: (() -> Void)?
     private var retryDelay: Duration = .seconds(1)
-    /// The generation of the `RegisterApplication` call awaiting its reply, if any.
-    private var registrationInFlight: Int?
+    /// The attempt of the `RegisterApplication` call awaiting its reply, if any.
+    private var registrationInFlight: Attempt?
     /// Tree swaps asked for while a `RegisterApplication` was in flight; they run once its
     /// reply is in (see `replaceApplication`).
     private var queuedRebuilds: [() -> Void] = []
     /// The kernel release, for naming a known cause of a refusal (`KnownProblems.cause`).
     public var kernel: KernelRelease?
 
+    /// The session's generation and this registrar's swap count when a call went out.
+    private struct Attempt: Equatable {
+        let generation: Int
+        let swap: Int
+    }
+
     public init(
-        connection: BusConnection, application: GattApplication, preferredAdapter: String?,
-        loop: EventLoop, logger: Logger, clock: LoopClock? = nil
+        connection: BusConnection, session: BlueZSession, application: GattApplication, loop: EventLoop,
+        logger: Logger, clock: LoopClock? = nil
     ) {
         self.connection = connection
+        self.session = session
         self.application = application
-        self.preferredAdapter = preferredAdapter
         self.clock = clock ?? .loop(loop)
         self.logger = logger
     }
 
     /// The adapter name (`hci0`) currently used, if any.
-    public var adapterName: String? { adapterPath.map { String($0.rawValue.split(separator: "/").last ?? "") } }
+    public var adapterName: String? { session.adapter?.name }
 
-    public func start() {
-        subscriptions.append(
-            connection.subscribe(
-                sender: Freedesktop.bus, path: Freedesktop.busPath,
-                interface: Freedesktop.busInterface, member: Freedesktop.nameOwnerChanged, arg0: BlueZNames.service
-            ) { [unowned self] message in
-                guard let arguments = try? message.arguments(), arguments.count == 3,
-                    let newOwner = arguments[2].asString
-                else { return }
-                if newOwner.isEmpty { self.blueZVanished() } else { self.blueZAppeared(owner: newOwner) }
-            })
-        // InterfacesAdded carries a{sa{sv}}, InterfacesRemoved as: either way the interface names.
-        for member in [Freedesktop.interfacesAdded, Freedesktop.interfacesRemoved] {
-            subscriptions.append(
-                connection.subscribe(
-                    sender: BlueZNames.service, path: BlueZNames.root, interface: Freedesktop.objectManager,
-                    member: member, arg0: nil
-                ) { [unowned self] message in
-                    guard message.sender == self.application.trustedSender,
-                        let arguments = try? message.arguments(), arguments.count == 2,
-                        let path = arguments[0].asObjectPath?.rawValue
-                    else { return }
-                    if member == Freedesktop.interfacesAdded {
-                        let interfaces = arguments[1].dictionaryEntries?.compactMap { $0.key.asString } ?? []
-                        self.interfacesAdded(path: path, interfaces: interfaces)
-                    } else {
-                        self.interfacesRemoved(path: path, interfaces: arguments[1].asStringArray ?? [])
-                    }
-                })
+    private var attempt: Attempt { Attempt(generation: session.generation, swap: swaps) }
+
+    // MARK: - BlueZ presence (from the session)
+
+    /// Follows the session: registers when an adapter is available, waits otherwise.
+    public func handle(_ event: BlueZSession.Event) {
+        switch event {
+        case .absent:
+            state = .waitingForBlueZ
+        case .appeared:
+            cancelRetry?()
+            runQueuedRebuilds()
+            state = .discovering
+        case .vanished:
+            cancelRetry?()
+            runQueuedRebuilds()
+            state = .waitingForBlueZ
+        case .noAdapter(let preferred):
+            state = .waitingForAdapter(preferred)
+        case .adapterGone:
+            cancelRetry?()
+            runQueuedRebuilds()
+            state = .waitingForAdapter(session.preferredAdapter)
+        case .adapterAvailable:
+            cancelRetry?()
+            register()
+        case .adapterProperties, .powered, .interfacesAdded, .interfacesRemoved, .deviceChanged:
+            break
         }
-        logger.info("waiting for org.bluez")
-        connection.call(
-            destination: Freedesktop.bus, path: Freedesktop.busPath,
-            interface: Freedesktop.busInterface, member: Freedesktop.getNameOwner, arguments: [.string(BlueZNames.service)]
-        ) { [unowned self] result in
-            guard self.state == .starting else { return }
-            if case .success(let reply) = result, let owner = (try? reply.arguments())?.first?.asString {
-                self.blueZAppeared(owner: owner)
-            } else {
-                self.state = .waitingForBlueZ
-            }
-        }
-    }
-
-    // MARK: - BlueZ presence
-
-    private func blueZAppeared(owner: String) {
-        guard owner != application.trustedSender else { return }
-        generation += 1
-        application.trustedSender = owner
-        adapterPath = nil
-        cancelRetry?()
-        runQueuedRebuilds()
-        logger.info("org.bluez is on the bus", metadata: ["bluez.owner": "\(owner)"])
-        state = .discovering
-        findAdapter()
-    }
-
-    private func blueZVanished() {
-        guard application.trustedSender != nil || state == .starting else { return }
-        generation += 1
-        application.trustedSender = nil
-        adapterPath = nil
-        cancelRetry?()
-        logger.warning("org.bluez left the bus; registering again when it returns")
-        onAdapterChange?(nil, nil)
-        runQueuedRebuilds()
-        state = .waitingForBlueZ
-    }
-
-    private func findAdapter() {
-        let attempt = generation
-        connection.call(
-            destination: BlueZNames.service, path: BlueZNames.root,
-            interface: Freedesktop.objectManager, member: Freedesktop.getManagedObjects, arguments: []
-        ) { [unowned self] result in
-            guard attempt == self.generation else { return }
-            switch result {
-            case .success(let reply):
-                let objects = (try? reply.arguments())?.first?.dictionaryEntries ?? []
-                let candidates = objects.compactMap { entry -> String? in
-                    guard let path = entry.key.asObjectPath?.rawValue,
-                        let interfaces = entry.value.dictionaryEntries?.compactMap({ $0.key.asString }),
-                        interfaces.contains(BlueZNames.gattManager)
-                    else { return nil }
-                    return path
-                }
-                self.choose(from: candidates)
-            case .failure(let error):
-                self.logger.error(
-                    "could not list BlueZ objects", metadata: ["error": "\(error.name): \(error.message)"])
-                self.scheduleRetry { self.findAdapter() }
-            }
-        }
-    }
-
-    private func choose(from candidates: [String]) {
-        let chosen: String?
-        if let preferredAdapter {
-            chosen = candidates.first { $0.hasSuffix("/" + preferredAdapter) }
-        } else {
-            chosen = candidates.sorted().first
-        }
-        guard let chosen else {
-            logger.warning(
-                "no usable adapter yet",
-                metadata: ["adapter": "\(preferredAdapter ?? "any")", "available": "\(candidates.joined(separator: ","))"])
-            state = .waitingForAdapter(preferredAdapter)
-            return
-        }
-        adapterPath = try? ObjectPath(chosen)
-        onAdapterChange?(chosen, application.trustedSender)
-        logger.info(
-            "using adapter",
-            metadata: ["adapter": "\(adapterName ?? chosen)", "chosen.by": "\(preferredAdapter == nil ? "first with GattManager1" : "configuration")"])
-        register()
-    }
-
-    private func interfacesAdded(path: String, interfaces: [String]) {
-        guard adapterPath == nil, interfaces.contains(BlueZNames.gattManager) else { return }
-        if let preferredAdapter, !path.hasSuffix("/" + preferredAdapter) { return }
-        logger.info("adapter appeared", metadata: ["bluez.path": "\(path)"])
-        choose(from: [path])
-    }
-
-    private func interfacesRemoved(path: String, interfaces: [String]) {
-        guard path == adapterPath?.rawValue,
-            interfaces.contains(BlueZNames.gattManager) || interfaces.contains(BlueZNames.adapter)
-        else { return }
-        generation += 1
-        adapterPath = nil
-        cancelRetry?()
-        logger.warning("adapter disappeared; registering again when it returns", metadata: ["bluez.path": "\(path)"])
-        onAdapterChange?(nil, nil)
-        runQueuedRebuilds()
-        state = .waitingForAdapter(preferredAdapter)
     }
 
     // MARK: - Registration
 
     private func register() {
-        guard let adapterPath, let name = adapterName else { return }
-        let attempt = generation
+        guard let adapter = session.adapter else { return }
+        let name = adapter.name
+        let attempt = self.attempt
         state = .registering(adapter: name)
         registrationInFlight = attempt
         connection.call(
-            destination: BlueZNames.service, path: adapterPath, interface: BlueZNames.gattManager,
+            destination: BlueZNames.service, path: adapter.path, interface: BlueZNames.gattManager,
             member: "RegisterApplication",
             arguments: [.objectPath(application.rootPath), .variantDictionary([])]
         ) { [unowned self] result in
             if self.registrationInFlight == attempt { self.registrationInFlight = nil }
-            guard attempt == self.generation else { return }
+            guard attempt == self.attempt else { return }
             if !self.queuedRebuilds.isEmpty {
                 // A reload came while bluetoothd was reading the old tree: whatever it
                 // answered, it holds that tree (or none). Swap it now, as replaceApplication
@@ -265,10 +163,10 @@ public final class BlueZRegistrar {
     }
 
     private func scheduleRetry(_ action: @escaping () -> Void) {
-        let attempt = generation
+        let attempt = self.attempt
         cancelRetry?()
         cancelRetry = clock.at(clock.now() + retryDelay) { [unowned self] in
-            guard attempt == self.generation else { return }
+            guard attempt == self.attempt else { return }
             action()
         }
         retryDelay = min(retryDelay * 2, .seconds(30))
@@ -286,12 +184,13 @@ public final class BlueZRegistrar {
     /// would race with its answer (it could end holding the old tree, or two
     /// registrations). So the swap waits for that answer and then runs as above.
     public func replaceApplication(_ rebuild: @escaping () -> Void) {
-        guard let adapterPath, let name = adapterName else {
+        guard let adapter = session.adapter else {
             runQueuedRebuilds()
             rebuild()
             return
         }
-        if registrationInFlight == generation {
+        let name = adapter.name
+        if registrationInFlight == attempt {
             queuedRebuilds.append(rebuild)
             return
         }
@@ -300,9 +199,9 @@ public final class BlueZRegistrar {
         case .registered, .registering: wasRegistered = true
         default: wasRegistered = false
         }
-        generation += 1
+        swaps += 1
         cancelRetry?()
-        let attempt = generation
+        let attempt = self.attempt
         state = .registering(adapter: name)
         guard wasRegistered else {
             rebuild()
@@ -310,7 +209,7 @@ public final class BlueZRegistrar {
             return
         }
         connection.call(
-            destination: BlueZNames.service, path: adapterPath, interface: BlueZNames.gattManager,
+            destination: BlueZNames.service, path: adapter.path, interface: BlueZNames.gattManager,
             member: "UnregisterApplication", arguments: [.objectPath(application.rootPath)],
             timeout: .seconds(1)
         ) { [unowned self] result in
@@ -321,7 +220,7 @@ public final class BlueZRegistrar {
             }
             rebuild()
             // bluetoothd or the adapter changed meanwhile: the registrar registers the new tree when it is back.
-            guard attempt == self.generation else { return }
+            guard attempt == self.attempt else { return }
             self.register()
         }
     }
@@ -336,11 +235,9 @@ public final class BlueZRegistrar {
 
     /// Unregisters (best effort, bounded) and then calls `completion`.
     public func stop(completion: @escaping () -> Void) {
-        generation += 1
+        swaps += 1
         cancelRetry?()
-        for subscription in subscriptions { subscription.cancel() }
-        subscriptions.removeAll()
-        guard case .registered = state, let adapterPath else {
+        guard case .registered = state, let adapterPath = session.adapter?.path else {
             completion()
             return
         }

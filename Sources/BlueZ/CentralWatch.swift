@@ -4,9 +4,10 @@ public import DBusKit
 import Glibc
 public import Logging
 
-/// Watches the adapter gattd serves on for what a program wants to hear about: centrals
+/// Follows the adapter gattd serves on for what a program wants to hear about: centrals
 /// connecting and disconnecting (bluetoothd's `org.bluez.Device1` objects under the
-/// adapter, their `Connected` property) and the adapter's `Powered`.
+/// adapter, their `Connected` property) and the adapter's `Powered`, as the
+/// `BlueZSession` reports them (`handle(_:)`).
 ///
 /// bluetoothd creates a `Device1` for every central that connects (`InterfacesAdded`, with
 /// `Connected` true) or flips `Connected` on one it knows (a bonded central); a removed
@@ -65,82 +66,56 @@ public final class CentralWatch {
     /// a policy about who may stay connected (`bondedOnly`) must see it.
     public var onFoundConnected: ((_ device: String, _ address: String) -> Void)?
     private let connection: BusConnection
+    private let session: BlueZSession
     private let logger: Logger
-    private var adapterPath: ObjectPath?
-    private var subscriptions: [SignalSubscription] = []
     private var centrals: [String: Central] = [:]
-    private var generation = 0
 
-    public init(connection: BusConnection, logger: Logger) {
+    public init(connection: BusConnection, session: BlueZSession, logger: Logger) {
         self.connection = connection
+        self.session = session
         self.logger = logger
     }
 
     /// Paths of the centrals connected now.
     public var connectedDevices: [String] { centrals.filter(\.value.connected).map(\.key).sorted() }
 
-    /// The registrar chose `path`: learn the devices bluetoothd has, then follow changes.
-    public func adapterAvailable(path: ObjectPath) {
+    /// Follows the session: learns the devices of the adapter chosen, then their changes.
+    public func handle(_ event: BlueZSession.Event) {
+        switch event {
+        case .adapterAvailable(let adapter):
+            adapterAvailable(path: adapter.path)
+        case .adapterGone, .vanished:
+            adapterGone()
+        case .adapterProperties(let changed):
+            adapterProperties(Array(changed.keys))
+        case .powered(let powered):
+            onEvent?(.powered(powered))
+        case .interfacesAdded(let device, let interfaces):
+            guard let properties = interfaces[BlueZNames.device] else { return }
+            update(device.rawValue, properties)
+        case .interfacesRemoved(let device, let interfaces):
+            guard interfaces.contains(BlueZNames.device) else { return }
+            update(device.rawValue, ["Connected": .bool(false)])
+            centrals[device.rawValue] = nil
+        case .deviceChanged(let device, let changed):
+            update(device.rawValue, changed)
+        case .absent, .appeared, .noAdapter:
+            break
+        }
+    }
+
+    /// The session chose `path`: learn the devices bluetoothd has (its changes come as
+    /// session events).
+    private func adapterAvailable(path: ObjectPath) {
         adapterGone()
-        adapterPath = path
-        generation += 1
-        let attempt = generation
-        subscriptions.append(
-            connection.subscribe(
-                sender: BlueZNames.service, interface: Freedesktop.properties, member: Freedesktop.propertiesChanged,
-                arg0: BlueZNames.device
-            ) { [unowned self] message in
-                guard let device = message.path, device.isDescendant(of: path),
-                    let arguments = try? message.arguments(), arguments.count >= 2,
-                    let changed = arguments[1].variantDictionaryEntries
-                else { return }
-                self.update(device.rawValue, Dictionary(changed, uniquingKeysWith: { $1 }))
-            })
-        subscriptions.append(
-            connection.subscribe(
-                sender: BlueZNames.service, path: path, interface: Freedesktop.properties,
-                member: Freedesktop.propertiesChanged, arg0: BlueZNames.adapter
-            ) { [unowned self] message in
-                guard let arguments = try? message.arguments(), arguments.count >= 2,
-                    let changed = arguments[1].variantDictionaryEntries
-                else { return }
-                self.adapterProperties(changed.map(\.0))
-                if let powered = arguments[1].variantDictionaryValue("Powered")?.asBool {
-                    self.onEvent?(.powered(powered))
-                }
-            })
-        subscriptions.append(
-            connection.subscribe(
-                sender: BlueZNames.service, path: BlueZNames.root, interface: Freedesktop.objectManager,
-                member: Freedesktop.interfacesAdded
-            ) { [unowned self] message in
-                guard let arguments = try? message.arguments(), arguments.count == 2,
-                    let device = arguments[0].asObjectPath, device.isDescendant(of: path),
-                    let properties = arguments[1].dictionaryEntries?.first(where: {
-                        $0.key.asString == BlueZNames.device
-                    })?.value.variantDictionaryEntries
-                else { return }
-                self.update(device.rawValue, Dictionary(properties, uniquingKeysWith: { $1 }))
-            })
-        subscriptions.append(
-            connection.subscribe(
-                sender: BlueZNames.service, path: BlueZNames.root, interface: Freedesktop.objectManager,
-                member: Freedesktop.interfacesRemoved
-            ) { [unowned self] message in
-                guard let arguments = try? message.arguments(), arguments.count == 2,
-                    let device = arguments[0].asObjectPath?.rawValue,
-                    arguments[1].asStringArray?.contains(BlueZNames.device) == true
-                else { return }
-                self.update(device, ["Connected": .bool(false)])
-                self.centrals[device] = nil
-            })
+        let attempt = session.generation
         // What bluetoothd already has: centrals connected before gattd (re)started are
         // known, not announced.
         connection.call(
             destination: BlueZNames.service, path: BlueZNames.root, interface: Freedesktop.objectManager,
             member: Freedesktop.getManagedObjects
         ) { [weak self] result in
-            guard let self, attempt == self.generation else { return }
+            guard let self, self.session.isCurrent(attempt) else { return }
             guard case .success(let reply) = result, let objects = (try? reply.arguments())?.first?.dictionaryEntries
             else {
                 if case .failure(let error) = result {
@@ -196,14 +171,10 @@ public final class CentralWatch {
     public func adapterGone() {
         adapterPropertyNames = []
         notifySocketModel = .unknown
-        generation += 1
-        for subscription in subscriptions { subscription.cancel() }
-        subscriptions.removeAll()
         for (device, central) in centrals.sorted(by: { $0.key < $1.key }) where central.connected {
             onEvent?(.disconnected(device: device, address: central.address, name: central.name))
         }
         centrals.removeAll()
-        adapterPath = nil
     }
 
     private func update(_ device: String, _ changed: [String: DBusValue]) {
@@ -267,7 +238,7 @@ public final class CentralWatch {
     /// Removes `device` and its keys from bluetoothd (`Adapter1.RemoveDevice`); a connected
     /// central is disconnected by it.
     public func remove(device: String, completion: @escaping (DBusError?) -> Void) {
-        guard let adapterPath, let path = try? ObjectPath(device) else {
+        guard let adapterPath = session.adapter?.path, let path = try? ObjectPath(device) else {
             return completion(DBusError(name: BlueZError.doesNotExist, message: "no adapter"))
         }
         connection.call(

@@ -91,10 +91,22 @@ public final class GattApplication: NotificationSink {
         }
     }
 
-    /// The unique name of the `org.bluez` owner whose calls are trusted.
+    /// The unique name of the `org.bluez` owner whose calls are trusted (kept here, beside
+    /// the objects, for the check on every call; `handle(_:)` follows the session).
     public var trustedSender: String? {
         get { requests.trustedSender }
         set { requests.trustedSender = newValue }
+    }
+
+    /// Follows the session: only the current `org.bluez` owner may call the objects. Add
+    /// it to the session's observers first, so no other observer acts while the old owner
+    /// is still trusted.
+    public func handle(_ event: BlueZSession.Event) {
+        switch event {
+        case .appeared(let owner): trustedSender = owner
+        case .vanished: trustedSender = nil
+        default: break
+        }
     }
 
     public var serviceCount: Int { services.count }

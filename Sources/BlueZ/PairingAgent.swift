@@ -39,9 +39,12 @@ public final class PairingAgent: DBusObject {
     public private(set) var registeredWith: String?
 
     private let connection: BusConnection
+    /// Answers to registrations from before a change of bluetoothd or the adapter are
+    /// ignored (`BlueZSession.generation`).
+    private let session: BlueZSession
     private let logger: Logger
-    /// Bumped when bluetoothd changes, so answers to older registrations are ignored.
-    private var generation = 0
+    /// Set by `stop`: answers still on their way are dropped.
+    private var stopped = false
     private var exported = false
     /// The last passkey announced per device: `DisplayPasskey` is called again as the
     /// central reports keypresses, with the same passkey.
@@ -83,10 +86,11 @@ public final class PairingAgent: DBusObject {
     ]
 
     /// `mode` must pair (`.justWorks` or `.displayPasskey`).
-    public init(mode: SecurityDefinition.Pairing, connection: BusConnection, logger: Logger) {
+    public init(mode: SecurityDefinition.Pairing, connection: BusConnection, session: BlueZSession, logger: Logger) {
         precondition(mode.capability != nil, "a pairing agent needs a pairing mode")
         self.mode = mode
         self.connection = connection
+        self.session = session
         self.logger = logger
     }
 
@@ -97,35 +101,45 @@ public final class PairingAgent: DBusObject {
         exported = true
     }
 
-    /// bluetoothd (`owner`) is on the bus: register with it, unless already registered.
+    /// bluetoothd (`owner`) is on the bus with the adapter: register with it, unless already
+    /// registered.
     public func bluezAvailable(owner: String) {
-        guard owner != trustedSender else { return }
-        generation += 1
+        guard owner != trustedSender, !stopped else { return }
         trustedSender = owner
         registeredWith = nil
         announced.removeAll()
-        register(attempt: generation, owner: owner)
+        register(attempt: Attempt(generation: session.generation, owner: owner))
     }
 
-    /// bluetoothd left the bus: its registration went with it.
+    /// bluetoothd or the adapter went away: the registration went with it.
     public func bluezGone() {
         guard trustedSender != nil else { return }
-        generation += 1
         trustedSender = nil
         registeredWith = nil
         announced.removeAll()
     }
 
-    private func register(attempt: Int, owner: String) {
+    /// The session's generation and the owner a registration went to.
+    private struct Attempt {
+        let generation: Int
+        let owner: String
+    }
+
+    /// Whether an answer to `attempt` still matters: same bluetoothd, same adapter, not stopped.
+    private func isCurrent(_ attempt: Attempt) -> Bool {
+        !stopped && session.isCurrent(attempt.generation) && trustedSender == attempt.owner
+    }
+
+    private func register(attempt: Attempt) {
         guard let capability = mode.capability else { return }
         connection.call(
             destination: BlueZNames.service, path: BlueZNames.bluezRoot, interface: BlueZNames.agentManager,
             member: "RegisterAgent", arguments: [.objectPath(path), .string(capability)]
         ) { [weak self] result in
-            guard let self, attempt == self.generation else { return }
+            guard let self, self.isCurrent(attempt) else { return }
             switch result.registered {
             case .success:
-                self.makeDefault(attempt: attempt, owner: owner)
+                self.makeDefault(attempt: attempt)
             case .failure(let error):
                 self.logger.error(
                     "bluetoothd refused the pairing agent; centrals cannot pair",
@@ -134,18 +148,18 @@ public final class PairingAgent: DBusObject {
         }
     }
 
-    private func makeDefault(attempt: Int, owner: String) {
+    private func makeDefault(attempt: Attempt) {
         connection.call(
             destination: BlueZNames.service, path: BlueZNames.bluezRoot, interface: BlueZNames.agentManager,
             member: "RequestDefaultAgent", arguments: [.objectPath(path)]
         ) { [weak self] result in
-            guard let self, attempt == self.generation else { return }
+            guard let self, self.isCurrent(attempt) else { return }
             if case .failure(let error) = result {
                 self.logger.error(
                     "bluetoothd did not make gattd's agent the default; pairings a central starts may find no agent",
                     metadata: ["error": "\(error.name): \(error.message)"])
             }
-            self.registeredWith = owner
+            self.registeredWith = attempt.owner
             self.logger.info(
                 "pairing agent registered",
                 metadata: ["pairing": "\(self.mode.rawValue)", "capability": "\(self.mode.capability ?? "")"])
@@ -155,7 +169,7 @@ public final class PairingAgent: DBusObject {
 
     /// Unregisters (best effort, bounded) and removes the object; then `completion`.
     public func stop(completion: @escaping () -> Void) {
-        generation += 1
+        stopped = true
         let wasRegistered = registeredWith != nil
         registeredWith = nil
         let unexport = { [weak self] in

@@ -25,6 +25,9 @@ public final class PairingWindow {
     public var onChange: ((_ open: Bool, _ secondsLeft: Int?) -> Void)?
 
     private let connection: BusConnection
+    /// Answers about an adapter from before a change of bluetoothd or the adapter are
+    /// ignored (`BlueZSession.generation`).
+    private let session: BlueZSession
     private let logger: Logger
     /// The window's time and its closing timer: the loop's in the daemon, a manual clock in tests.
     private let clock: LoopClock
@@ -32,6 +35,7 @@ public final class PairingWindow {
     private var deadline: ContinuousClock.Instant?
     /// Cancels the closing timer while the window is open.
     private var cancelClose: (() -> Void)?
+    /// The adapter the window goes on, as `adapterAvailable` was told.
     private var adapterPath: ObjectPath?
     /// `Pairable`, `PairableTimeout` as found on the adapter, once read.
     private var found: (pairable: Bool, timeout: UInt32)?
@@ -42,14 +46,16 @@ public final class PairingWindow {
     /// The adapter's settings could not be read: the window goes on the adapter all the
     /// same (fail closed: a closed window is `Pairable` false), and `stop` puts nothing back.
     private var foundUnknown = false
-    private var generation = 0
+    /// Set by `stop`: answers still on their way are dropped.
+    private var stopped = false
 
     public init(
-        policy: SecurityDefinition.Pairable, connection: BusConnection, loop: EventLoop, logger: Logger,
-        clock: LoopClock? = nil
+        policy: SecurityDefinition.Pairable, connection: BusConnection, session: BlueZSession, loop: EventLoop,
+        logger: Logger, clock: LoopClock? = nil
     ) {
         self.policy = policy
         self.connection = connection
+        self.session = session
         self.clock = clock ?? .loop(loop)
         self.logger = logger
     }
@@ -107,13 +113,12 @@ public final class PairingWindow {
         onChange?(false, nil)
     }
 
-    /// The registrar chose `path`: read what the adapter has, then set what the policy says;
-    /// `found` runs once the adapter's settings are read (or could not be). Register the
-    /// agent only then: bluetoothd makes an adapter pairable when a default agent appears,
-    /// and that is not how gattd found it.
+    /// The session chose `path` (`Pairing` says so): read what the adapter has, then set
+    /// what the policy says; `found` runs once the adapter's settings are read (or could
+    /// not be). Register the agent only then: bluetoothd makes an adapter pairable when a
+    /// default agent appears, and that is not how gattd found it.
     public func adapterAvailable(path: ObjectPath, found foundCompletion: @escaping () -> Void = {}) {
-        generation += 1
-        let attempt = generation
+        let attempt = session.generation
         adapterPath = path
         found = nil
         foundUnknown = false
@@ -127,7 +132,7 @@ public final class PairingWindow {
             destination: BlueZNames.service, path: path, interface: Freedesktop.properties, member: Freedesktop.getAll,
             arguments: [.string(BlueZNames.adapter)]
         ) { [weak self] result in
-            guard let self, attempt == self.generation else { return }
+            guard let self, !self.stopped, self.session.isCurrent(attempt), self.adapterPath == path else { return }
             defer { foundCompletion() }
             switch result {
             case .success(let reply):
@@ -160,7 +165,6 @@ public final class PairingWindow {
     }
 
     public func adapterGone() {
-        generation += 1
         adapterPath = nil
         found = nil
         foundUnknown = false
@@ -197,7 +201,7 @@ public final class PairingWindow {
     /// Puts back the adapter's `Pairable` and `PairableTimeout` as found (bounded), then
     /// `completion`.
     public func stop(completion: @escaping () -> Void) {
-        generation += 1
+        stopped = true
         cancelClose?()
         cancelClose = nil
         guard let adapterPath, let found else { return completion() }

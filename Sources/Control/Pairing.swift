@@ -20,18 +20,20 @@ public final class Pairing {
     /// The `onPasskey` program showing the current passkey, if one runs.
     private var passkeyProgram: ChildProcess?
 
-    public init(definition: SecurityDefinition, connection: BusConnection, loop: EventLoop, logger: Logger)
-        throws(DBusError)
-    {
+    public init(
+        definition: SecurityDefinition, connection: BusConnection, session: BlueZSession, loop: EventLoop,
+        logger: Logger
+    ) throws(DBusError) {
         self.definition = definition
         policy = PairingPolicy(definition)
         self.loop = loop
         self.logger = logger
         if definition.pairs {
-            let agent = PairingAgent(mode: definition.pairing, connection: connection, logger: logger)
+            let agent = PairingAgent(mode: definition.pairing, connection: connection, session: session, logger: logger)
             try agent.start()
             self.agent = agent
-            window = PairingWindow(policy: definition.pairable, connection: connection, loop: loop, logger: logger)
+            window = PairingWindow(
+                policy: definition.pairable, connection: connection, session: session, loop: loop, logger: logger)
         } else {
             agent = nil
             window = nil
@@ -65,14 +67,19 @@ public final class Pairing {
         window.start()
     }
 
-    /// The registrar chose an adapter on bluetoothd `owner` (or lost it: nil).
-    public func adapterChanged(path: ObjectPath?, owner: String?) {
-        if let path, let owner {
+    /// Follows the session: the window goes on the adapter chosen, then the agent registers
+    /// with its bluetoothd; both forget it when it goes.
+    public func handle(_ event: BlueZSession.Event) {
+        switch event {
+        case .adapterAvailable(let adapter):
             // The adapter's settings as found first: registering the agent changes them.
-            window?.adapterAvailable(path: path) { [weak agent] in agent?.bluezAvailable(owner: owner) }
-        } else {
+            window?.adapterAvailable(path: adapter.path) { [weak agent] in agent?.bluezAvailable(owner: adapter.owner) }
+        case .adapterGone, .vanished:
             agent?.bluezGone()
             window?.adapterGone()
+        case .absent, .appeared, .noAdapter, .adapterProperties, .powered, .interfacesAdded, .interfacesRemoved,
+            .deviceChanged:
+            break
         }
     }
 

@@ -26,6 +26,8 @@ final class Daemon {
     /// DaemonCore's read/write/notify pipeline; BlueZ and Control call it.
     let service: RequestService
     let application: GattApplication
+    /// bluetoothd as gattd sees it: the owner of org.bluez, the adapter, its signals.
+    let session: BlueZSession
     let registrar: BlueZRegistrar
     let advertiser: Advertiser
     /// Centrals connecting and the adapter's power, for the control API's events.
@@ -63,13 +65,15 @@ final class Daemon {
         application = try GattApplication(
             configuration: configuration, service: service, connection: connection, logger: logger,
             remembered: runtime.persistence?.savedHandles ?? AttributeHandles())
+        session = BlueZSession(connection: connection, preferredAdapter: adapter, loop: loop, logger: logger)
         registrar = BlueZRegistrar(
-            connection: connection, application: application, preferredAdapter: adapter, loop: loop, logger: logger)
-        advertiser = try Advertiser(configuration: configuration, connection: connection, loop: loop, logger: logger)
+            connection: connection, session: session, application: application, loop: loop, logger: logger)
+        advertiser = try Advertiser(
+            configuration: configuration, connection: connection, session: session, loop: loop, logger: logger)
         let kernel = DoctorProbe.kernelRelease(environment: LoggingBootstrap.processEnvironment())
         registrar.kernel = kernel
         advertiser.kernel = kernel
-        centrals = CentralWatch(connection: connection, logger: logger)
+        centrals = CentralWatch(connection: connection, session: session, logger: logger)
         control = ControlManager(
             configuration: configuration, service: service, advertiser: advertiser, connection: connection,
             version: gattdVersion, logger: logger)
@@ -83,7 +87,7 @@ final class Daemon {
             control.centralSubscriptionEvent(attribute, device: device, subscribed: subscribed)
         }
         security = try Pairing(
-            definition: configuration.security, connection: connection, loop: loop, logger: logger)
+            definition: configuration.security, connection: connection, session: session, loop: loop, logger: logger)
     }
 
     static func run(
@@ -154,25 +158,16 @@ final class Daemon {
             self.perform(self.readiness.settlementChanged(self.registration))
         }
         advertiser.onSettled = { [unowned self] in self.perform(self.readiness.settlementChanged(self.registration)) }
-        registrar.onAdapterChange = { [unowned self] path, owner in
-            self.security.adapterChanged(path: path.flatMap { try? ObjectPath($0) }, owner: owner)
-            if let path, let owner, let objectPath = try? ObjectPath(path) {
-                self.advertiser.adapterAvailable(path: objectPath, owner: owner)
-                self.centrals.adapterAvailable(path: objectPath)
-                self.control.adapterEvent(adapter: self.registrar.adapterName, state: "present")
-            } else {
-                self.advertiser.adapterGone()
-                self.centrals.adapterGone()
-                // No bluetoothd or no adapter: nobody is subscribed any more (timers stop,
-                // queues empty, and `gattctl list` shows no listeners that do not exist).
-                let ended = self.service.database.clearSubscriptions()
-                if !ended.isEmpty {
-                    self.logger.info(
-                        "subscriptions ended with the adapter", metadata: ["gatt.ids": "\(ended.joined(separator: ","))"])
-                }
-                self.control.adapterEvent(adapter: nil, state: "gone")
-            }
-        }
+        // Everything that follows bluetoothd hears the session's events in this order: the
+        // GATT objects trust the new owner first; the pairing window reads the adapter's
+        // settings before the agent registers; the registrar registers last, once the
+        // others have followed the adapter.
+        session.observe { [unowned application] in application.handle($0) }
+        session.observe { [unowned security] in security.handle($0) }
+        session.observe { [unowned advertiser] in advertiser.handle($0) }
+        session.observe { [unowned centrals] in centrals.handle($0) }
+        session.observe { [unowned self] in self.adapterChanged($0) }
+        session.observe { [unowned registrar] in registrar.handle($0) }
         centrals.onEvent = { [unowned self] event in
             self.control.centralEvent(event)
             if case .connected(let device, let address, _) = event {
@@ -197,8 +192,28 @@ final class Daemon {
         // advertisement is never registered; the control API is served from here on.
         control.restoreAdvertisementStates()
         control.start()
-        registrar.start()
+        session.start()
         runtime.start()
+    }
+
+    /// The control API hears of the adapter; without one, nobody is subscribed any more.
+    private func adapterChanged(_ event: BlueZSession.Event) {
+        switch event {
+        case .adapterAvailable(let adapter):
+            control.adapterEvent(adapter: adapter.name, state: "present")
+        case .adapterGone, .vanished:
+            // No bluetoothd or no adapter: nobody is subscribed any more (timers stop,
+            // queues empty, and `gattctl list` shows no listeners that do not exist).
+            let ended = service.database.clearSubscriptions()
+            if !ended.isEmpty {
+                logger.info(
+                    "subscriptions ended with the adapter", metadata: ["gatt.ids": "\(ended.joined(separator: ","))"])
+            }
+            control.adapterEvent(adapter: nil, state: "gone")
+        case .absent, .appeared, .noAdapter, .adapterProperties, .powered, .interfacesAdded, .interfacesRemoved,
+            .deviceChanged:
+            break
+        }
     }
 
     /// Where the registrar and the advertiser stand, as `readiness` needs it.
@@ -268,8 +283,10 @@ final class Daemon {
             self.logger.warning("unregistering took too long; exiting anyway")
             self.loop.stop()
         }
-        // All unregister at once (each bounded by a 1 s call timeout), so a bluetoothd
-        // that never answers costs one timeout, not three.
+        // bluetoothd's comings and goings no longer matter; what is registered is unregistered
+        // on the adapter in use. All at once (each bounded by a 1 s call timeout), so a
+        // bluetoothd that never answers costs one timeout, not three.
+        session.stop()
         var pending = 3
         let finished = { [unowned self] in
             pending -= 1

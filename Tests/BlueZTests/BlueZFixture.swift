@@ -7,9 +7,10 @@ import Logging
 import Mainloop
 import TestSupport
 
-/// gattd's BlueZ side on a private bus, wired as the daemon wires it: the GATT
-/// application, the registrar and the advertiser on one connection, their back-offs on a
-/// `ManualScheduler`; `FakeBlueZ` instances play bluetoothd on their own connections, on the same loop.
+/// gattd's BlueZ side on a private bus, wired as the daemon wires it: the BlueZ session,
+/// the GATT application, the registrar and the advertiser on one connection, following the
+/// session in the daemon's order, their back-offs on a `ManualScheduler`; `FakeBlueZ`
+/// instances play bluetoothd on their own connections, on the same loop.
 final class BlueZFixture {
     static let configurationText = """
         {"version": 1, "services": [
@@ -41,6 +42,7 @@ final class BlueZFixture {
     let runtime: Runtime
     let service: RequestService
     let application: GattApplication
+    let session: BlueZSession
     let registrar: BlueZRegistrar
     let advertiser: Advertiser
     /// Every state the registrar went through, in order.
@@ -58,19 +60,18 @@ final class BlueZFixture {
         database = runtime.database
         application = try GattApplication(
             configuration: configuration, service: service, connection: connection, logger: logger)
+        session = BlueZSession(
+            connection: connection, preferredAdapter: preferredAdapter, loop: loop, logger: logger, clock: clock.clock)
         registrar = BlueZRegistrar(
-            connection: connection, application: application, preferredAdapter: preferredAdapter, loop: loop,
-            logger: logger, clock: clock.clock)
+            connection: connection, session: session, application: application, loop: loop, logger: logger,
+            clock: clock.clock)
         advertiser = try Advertiser(
-            configuration: configuration, connection: connection, loop: loop, logger: logger, clock: clock.clock)
+            configuration: configuration, connection: connection, session: session, loop: loop, logger: logger,
+            clock: clock.clock)
         registrar.onStateChange = { [unowned self] in self.registrarStates.append($0) }
-        registrar.onAdapterChange = { [unowned self] path, owner in
-            if let path, let owner, let objectPath = try? ObjectPath(path) {
-                self.advertiser.adapterAvailable(path: objectPath, owner: owner)
-            } else {
-                self.advertiser.adapterGone()
-            }
-        }
+        session.observe { [unowned application] in application.handle($0) }
+        session.observe { [unowned advertiser] in advertiser.handle($0) }
+        session.observe { [unowned registrar] in registrar.handle($0) }
     }
 
     /// A bluetoothd that owns `org.bluez`, with the adapters named (GATT and advertising managers).
@@ -84,9 +85,9 @@ final class BlueZFixture {
     /// Another process on the bus (neither gattd nor bluetoothd).
     func stranger() throws -> BusConnection { try BusConnection(address: bus.address, loop: loop) }
 
-    /// Starts the registrar and waits for its first answer about `org.bluez`.
+    /// Starts the session and waits for the registrar's first answer about `org.bluez`.
     func start() {
-        registrar.start()
+        session.start()
         loop.run(until: { self.registrar.state != .starting }, timeout: .seconds(10))
     }
 

@@ -12,6 +12,7 @@ struct CentralWatchTests {
     private final class Watched {
         let f: BlueZFixture
         let bluez: FakeBlueZ
+        let session: BlueZSession
         let watch: CentralWatch
         var events: [CentralWatch.Event] = []
         /// `onFoundConnected`: "device address".
@@ -21,10 +22,17 @@ struct CentralWatchTests {
             f = try BlueZFixture()
             bluez = try f.startBlueZ()
             try before(bluez)
-            watch = CentralWatch(connection: f.connection, logger: quietLogger)
+            // As the daemon wires it, without the registrar and the advertiser: a session that
+            // finds hci0 and tells the watch.
+            session = BlueZSession(
+                connection: f.connection, preferredAdapter: nil, loop: f.loop, logger: quietLogger,
+                clock: f.clock.clock)
+            watch = CentralWatch(connection: f.connection, session: session, logger: quietLogger)
             watch.onEvent = { [unowned self] in self.events.append($0) }
             watch.onFoundConnected = { [unowned self] in self.found.append("\($0) \($1)") }
-            watch.adapterAvailable(path: hci0)
+            session.observe { [unowned watch] in watch.handle($0) }
+            session.start()
+            f.run { self.session.adapter?.path == hci0 }
             // The watch's GetManagedObjects went after its AddMatch calls: once bluetoothd
             // has seen gattd's next message, both are in place.
             f.settle(bluez.connection)

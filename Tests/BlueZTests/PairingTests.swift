@@ -11,7 +11,9 @@ private let device = "/org/bluez/hci0/dev_00_11_22_33_44_66"
 
 extension BlueZFixture {
     func pairingWindow(_ policy: SecurityDefinition.Pairable) -> PairingWindow {
-        PairingWindow(policy: policy, connection: connection, loop: loop, logger: quietLogger, clock: clock.clock)
+        PairingWindow(
+            policy: policy, connection: connection, session: session, loop: loop, logger: quietLogger,
+            clock: clock.clock)
     }
 
     /// Calls `member` of gattd's agent from `caller` and waits for the answer.
@@ -162,7 +164,7 @@ struct PairingAgentTests {
     private func startAgent(_ f: BlueZFixture, _ mode: SecurityDefinition.Pairing) throws -> (PairingAgent, FakeBlueZ) {
         let bluez = try f.startBlueZ()
         try bluez.addAgentManager()
-        let agent = PairingAgent(mode: mode, connection: f.connection, logger: quietLogger)
+        let agent = PairingAgent(mode: mode, connection: f.connection, session: f.session, logger: quietLogger)
         try agent.start()
         agent.bluezAvailable(owner: bluez.uniqueName)
         guard f.run(until: { agent.registeredWith == bluez.uniqueName }) else {
@@ -186,7 +188,7 @@ struct PairingAgentTests {
         let f = try BlueZFixture()
         let bluez = try f.startBlueZ()
         try bluez.addAgentManager()
-        let agent = PairingAgent(mode: .justWorks, connection: f.connection, logger: quietLogger)
+        let agent = PairingAgent(mode: .justWorks, connection: f.connection, session: f.session, logger: quietLogger)
         try agent.start()
         var membersAtRegistered: [String]?
         agent.onRegistered = { membersAtRegistered = bluez.calls.map(\.member) }

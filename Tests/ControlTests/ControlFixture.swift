@@ -35,6 +35,7 @@ final class ControlFixture {
     let persistence: Persistence
     let runtime: Runtime
     let service: RequestService
+    let session: BlueZSession
     let advertiser: Advertiser
     let manager: ControlManager
 
@@ -57,7 +58,10 @@ final class ControlFixture {
         database = runtime.database
         guard let persistence = runtime.persistence else { throw FixtureError.noPersistence }
         self.persistence = persistence
-        advertiser = try Advertiser(configuration: configuration, connection: server, loop: loop, logger: quietLogger)
+        // No bluetoothd here: the session is never started, so nothing is registered.
+        session = BlueZSession(connection: server, preferredAdapter: nil, loop: loop, logger: quietLogger)
+        advertiser = try Advertiser(
+            configuration: configuration, connection: server, session: session, loop: loop, logger: quietLogger)
         manager = ControlManager(
             configuration: configuration, service: service, advertiser: advertiser, connection: server,
             version: "test-1", logger: quietLogger)
