@@ -11,11 +11,11 @@ extension ControlManager {
     /// calls over the configuration's `enabled`; call before the registrar starts so a
     /// stopped advertisement is never registered.
     public func restoreAdvertisementStates() {
-        guard let persistence, let advertiser else { return }
+        guard let persistence, let advertising = port.advertising else { return }
         for id in advertisementOrder {
             guard let data = persistence.savedAdvertisementData(id: id), let base = advertisements[id] else { continue }
             switch AdvertisementChanges.apply(Array(data.utf8), to: base) {
-            case .success(let changed) where advertiser.update(id: id, definition: changed.definition).isEmpty:
+            case .success(let changed) where advertising.update(id, changed.definition).isEmpty:
                 advertisements[id] = changed.definition
                 logger.info("advertising data restored", metadata: ["adv.id": "\(id)", "changes": "\(data)"])
             case .success:
@@ -32,7 +32,7 @@ extension ControlManager {
                 saved != definition.enabled
             else { continue }
             definition.enabled = saved
-            let problems = advertiser.update(id: id, definition: definition)
+            let problems = advertising.update(id, definition)
             if problems.isEmpty {
                 advertisements[id] = definition
                 logger.info("advertisement state restored", metadata: ["adv.id": "\(id)", "enabled": "\(saved)"])
@@ -47,13 +47,13 @@ extension ControlManager {
     /// Switches advertisement `id` on or off and records that, so it survives a restart;
     /// replies once the record is saved. On a failed save the switch is undone.
     func setAdvertising(id: String, enabled: Bool, call: MethodCall) {
-        guard let advertiser, var definition = advertisements[id] else {
+        guard let advertising = port.advertising, var definition = advertisements[id] else {
             refuse(call, .unknownAdvertisement(id))
             return
         }
         let previous = definition
         definition.enabled = enabled
-        let problems = advertiser.update(id: id, definition: definition)
+        let problems = advertising.update(id, definition)
         guard problems.isEmpty else {
             refuse(call, .failed("advertisement \(id): \(problems.joined(separator: "; "))"))
             return
@@ -73,7 +73,7 @@ extension ControlManager {
             case .failure(let error):
                 guard let self else { return }
                 if previous.enabled != enabled {
-                    advertiser.update(id: id, definition: previous)
+                    _ = advertising.update(id, previous)
                     self.advertisements[id] = previous
                 }
                 let refusal = ControlError.notSaved(id: id, reason: "\(error)")
@@ -91,7 +91,7 @@ extension ControlManager {
     /// no new registration. With `persist` the changes are kept for restarts (the reply
     /// waits for the state file); without, a restart brings back what was kept before.
     func setAdvertisementData(id: String, changes: String, persist: Bool, call: MethodCall) {
-        guard let advertiser, let base = advertisements[id] else { return refuse(call, .unknownAdvertisement(id)) }
+        guard let advertising = port.advertising, let base = advertisements[id] else { return refuse(call, .unknownAdvertisement(id)) }
         let kept = persistence?.savedAdvertisementData(id: id)
         let changed: (definition: AdvertisementDefinition, folded: String)
         switch AdvertisementChanges.apply(Array(changes.utf8), to: base, folding: kept) {
@@ -100,7 +100,7 @@ extension ControlManager {
             return refuse(
                 call, .invalidAdvertisement(id: id, problems: errors.issues.map(\.description)))
         }
-        let problems = advertiser.update(id: id, definition: changed.definition)
+        let problems = advertising.update(id, changed.definition)
         guard problems.isEmpty else { return refuse(call, .invalidAdvertisement(id: id, problems: problems)) }
         advertisements[id] = changed.definition
         logger.info("advertising data changed", metadata: ["adv.id": "\(id)", "changes": "\(changes)", "persist": "\(persist)"])
@@ -111,7 +111,7 @@ extension ControlManager {
                 call.reply()
             case .failure(let error):
                 guard let self else { return }
-                advertiser.update(id: id, definition: base)
+                _ = advertising.update(id, base)
                 advertisements[id] = base
                 let refusal = ControlError.notSaved(id: id, reason: "\(error)")
                 lastError = refusal.message

@@ -11,10 +11,10 @@ extension ControlManager {
     /// `Bonded` b, `Trusted` b, `ConnectedSince` t, `MTU` q and `MaxUpdateLength` q (when
     /// known), `Subscribed` as (when bluetoothd gives each central its own socket).
     func listCentrals() -> DBusValue {
-        let subscriptions = centralSubscriptions?() ?? nil
+        let subscriptions = port.centralSubscriptions?() ?? nil
         return .array(
             elementSignature: "a{sv}",
-            (centrals?.connected ?? []).map { central in
+            (port.centrals?.connected() ?? []).map { central in
                 var entries: [(String, DBusValue)] = [
                     ("Device", .objectPath((try? ObjectPath(central.device)) ?? BlueZNamesForControl.unknownDevice)),
                     ("Address", .string(central.address))
@@ -37,10 +37,10 @@ extension ControlManager {
 
     /// `DisconnectCentral(s address)`: `Device1.Disconnect` on the connected central.
     func disconnectCentral(address: String, call: MethodCall) {
-        guard let centrals, let device = centrals.connectedDevice(address: address) else {
+        guard let centrals = port.centrals, let device = centrals.connectedDevice(address) else {
             return refuse(call, .unknownCentral(address))
         }
-        centrals.disconnect(device: device) { [logger] error in
+        centrals.disconnect(device) { [logger] error in
             if let error {
                 logger.warning(
                     "could not disconnect a central",

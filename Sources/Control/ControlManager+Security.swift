@@ -9,7 +9,7 @@ import Logging
 extension ControlManager {
     /// `OpenPairing(u seconds)`: opens the pairing window (0: the configured length).
     func openPairing(seconds: Int, call: MethodCall) {
-        guard security.pairs, let pairingWindow else {
+        guard security.pairs, let pairingWindow = port.pairingWindow else {
             return refuse(call, .pairingUnavailable("gattd does not pair (security.pairing is \"none\")"))
         }
         let length: Int
@@ -20,7 +20,7 @@ extension ControlManager {
         } else {
             length = SecurityDefinition.defaultWindowSeconds
         }
-        if let reason = pairingWindow.open(seconds: length) { return refuse(call, .pairingUnavailable(reason)) }
+        if let reason = pairingWindow.open(length) { return refuse(call, .pairingUnavailable(reason)) }
         logger.info("pairing opened over the control API", metadata: ["sender": "\(call.sender ?? "?")", "seconds": "\(length)"])
         call.reply([.uint32(UInt32(length))])
     }
@@ -28,7 +28,7 @@ extension ControlManager {
     /// `ListBonds() -> aa{sv}`: `Device` o, `Address` s, `Name` s (when known), `Paired` b,
     /// `Bonded` b, `Trusted` b, `Connected` b.
     func listBonds() -> DBusValue {
-        let bonds = centrals?.bonds ?? []
+        let bonds = port.centrals?.bonds() ?? []
         return .array(
             elementSignature: "a{sv}",
             bonds.map { bond in
@@ -47,12 +47,12 @@ extension ControlManager {
 
     /// `RemoveBond(s address)`: bluetoothd forgets the central and its keys; it must pair again.
     func removeBond(address: String, call: MethodCall) {
-        guard let centrals, let device = centrals.device(address: address),
-            centrals.bonds.contains(where: { $0.device == device })
+        guard let centrals = port.centrals, let device = centrals.device(address),
+            centrals.bonds().contains(where: { $0.device == device })
         else {
             return refuse(call, .unknownBond(address))
         }
-        centrals.remove(device: device) { [logger] error in
+        centrals.remove(device) { [logger] error in
             if let error {
                 logger.warning(
                     "could not remove a bond", metadata: ["device": "\(address)", "error": "\(error.name): \(error.message)"])
@@ -83,8 +83,8 @@ extension ControlManager {
         var entries: [(String, DBusValue)] = [("Pairing", .string(security.pairing.rawValue))]
         if security.pairs {
             entries.append(("Pairable", .string(security.pairable.word)))
-            entries.append(("PairingOpen", .bool(pairingWindow?.isOpen ?? false)))
-            entries.append(("PairingSecondsLeft", .uint32(UInt32(clamping: pairingWindow?.secondsLeft ?? 0))))
+            entries.append(("PairingOpen", .bool(port.pairingWindow?.isOpen() ?? false)))
+            entries.append(("PairingSecondsLeft", .uint32(UInt32(clamping: port.pairingWindow?.secondsLeft() ?? 0))))
         }
         entries.append(("BondedOnly", .bool(security.bondedOnly)))
         return entries

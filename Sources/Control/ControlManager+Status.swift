@@ -29,7 +29,7 @@ extension ControlManager {
         case .waitingForAdapter, .starting, .waitingForBlueZ, .discovering:
             break
         }
-        let states = advertiser?.states ?? []
+        let states = port.advertising?.states() ?? []
         let advertisementStates = states.map { entry in
             DBusDictionaryEntry(key: .string(entry.id), value: .string(Self.describe(entry.state)))
         }

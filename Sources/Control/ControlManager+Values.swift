@@ -14,10 +14,10 @@ extension ControlManager {
     /// `AcquireNotify`/`AcquireWrite` sockets bluetoothd holds for it now), `Handle` q (the
     /// ATT handle of its value, the declaration's plus one; 0 while not known).
     func listCharacteristics() -> DBusValue {
-        let handles = characteristicHandles?() ?? [:]
+        let handles = port.characteristicHandles?() ?? [:]
         let entries: [DBusValue] = characteristics.compactMap { service, definition -> DBusValue? in
             guard let attribute = database[definition.id] else { return nil }
-            let sockets = acquiredSockets?(definition.id) ?? (notify: 0, write: 0)
+            let sockets = port.acquiredSockets?(definition.id) ?? (notify: 0, write: 0)
             return .variantDictionary([
                 ("Id", .string(definition.id)),
                 ("Service", .string(service)),
@@ -97,12 +97,12 @@ extension ControlManager {
                 id: id, length: bytes.count, minimum: attribute.minLength, maximum: attribute.maxLength)
             return refuse(call, error)
         }
-        if let centrals {
-            for address in addresses where centrals.connectedDevice(address: address) == nil {
+        if let centrals = port.centrals {
+            for address in addresses where centrals.connectedDevice(address) == nil {
                 return refuse(call, .cannotTarget("\(address) is not connected"))
             }
         }
-        guard let sendToCentrals else {
+        guard let sendToCentrals = port.sendToCentrals else {
             return refuse(call, .cannotTarget("\(id) cannot reach chosen centrals here"))
         }
         switch sendToCentrals(attribute, bytes, addresses) {

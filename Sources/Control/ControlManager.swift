@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 public import BLEModel
-public import BlueZ
+import BlueZ
 public import DBusKit
 public import DaemonCore
 public import Logging
@@ -36,7 +36,9 @@ public final class ControlManager: DBusObject {
     var persistence: Persistence? { service.persistence }
     /// The database whose changes are being observed (a reload may replace it).
     var observedDatabase: AttributeDatabase?
-    let advertiser: Advertiser?
+    /// The BlueZ side: advertising, the pairing window, centrals and bonds, sockets.
+    let port: ControlPort
+    var security: SecurityDefinition { port.security }
     let version: String
     let logger: Logger
     /// Characteristic definitions by id, in configuration order.
@@ -65,30 +67,14 @@ public final class ControlManager: DBusObject {
     var programHandlers: [String: (handler: ProgramHandler, watch: SignalSubscription)] = [:]
     /// The adapter gattd serves on (`hci0`), for `AdapterChanged`.
     var currentAdapter: String?
-    /// The security settings served (`security`), and what carries them out: the pairing
-    /// window (nil when gattd does not pair) and the centrals bluetoothd knows (bonds).
-    public var security = SecurityDefinition()
-    public var pairingWindow: PairingWindow?
-    public var centrals: CentralWatch?
-    /// How many notify and write sockets bluetoothd holds for a characteristic (the GATT
-    /// application's `AcquireNotify`/`AcquireWrite` sockets); nil: none are ever counted.
-    public var acquiredSockets: ((String) -> (notify: Int, write: Int))?
-    /// Sends a value to chosen centrals only (`GattApplication.send(_:value:to:)`); nil:
-    /// no centrals can be chosen.
-    public var sendToCentrals: ((Attribute, [UInt8], [String]) -> Result<Void, TargetRefusal>)?
-    /// The characteristics each central is subscribed to through a socket of its own, by
-    /// device path (`ListCentrals`); nil or a nil answer: not known.
-    public var centralSubscriptions: (() -> [String: [String]]?)?
-    /// The characteristics' value handles as bluetoothd has them (for `ListCharacteristics`).
-    public var characteristicHandles: (() -> [String: UInt16])?
 
     public init(
-        configuration: Configuration, service: RequestService, advertiser: Advertiser?, connection: BusConnection,
+        configuration: Configuration, service: RequestService, port: ControlPort, connection: BusConnection,
         version: String, logger: Logger
     ) {
         self.connection = connection
         self.service = service
-        self.advertiser = advertiser
+        self.port = port
         self.version = version
         self.logger = logger
         describe(configuration)

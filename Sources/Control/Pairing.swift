@@ -40,11 +40,12 @@ public final class Pairing {
         }
     }
 
-    /// Connects the pieces to the control API and starts the first pairing window.
+    /// The pairing window as the control API sees it (nil when gattd does not pair).
+    public var controlWindow: ControlPort.Window? { window.map(ControlPort.Window.init) }
+
+    /// Sends the agent's passkeys and the window's changes to the control API, checks
+    /// centrals as they are found, and starts the first pairing window.
     public func start(control: ControlManager, centrals: CentralWatch) {
-        control.security = definition
-        control.pairingWindow = window
-        control.centrals = centrals
         // Centrals connected before gattd (or a restarted bluetoothd) listed them: checked too.
         centrals.onFoundConnected = { [unowned self, unowned centrals] device, address in
             self.centralConnected(device: device, address: address, centrals: centrals)

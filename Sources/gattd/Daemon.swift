@@ -74,20 +74,23 @@ final class Daemon {
         registrar.kernel = kernel
         advertiser.kernel = kernel
         centrals = CentralWatch(connection: connection, session: session, logger: logger)
+        security = try Pairing(
+            definition: configuration.security, connection: connection, session: session, loop: loop, logger: logger)
+        let port = ControlPort(
+            advertising: ControlPort.Advertising(advertiser), security: configuration.security,
+            pairingWindow: security.controlWindow, centrals: ControlPort.Centrals(centrals),
+            acquiredSockets: { [unowned application] id in application.acquiredSockets(of: id) },
+            sendToCentrals: { [unowned application] attribute, value, addresses in
+                application.send(attribute, value: value, to: addresses)
+            },
+            centralSubscriptions: { [unowned application] in application.centralSubscriptions() },
+            characteristicHandles: { [unowned application] in application.currentHandles.characteristics })
         control = ControlManager(
-            configuration: configuration, service: service, advertiser: advertiser, connection: connection,
+            configuration: configuration, service: service, port: port, connection: connection,
             version: gattdVersion, logger: logger)
-        control.acquiredSockets = { [unowned application] id in application.acquiredSockets(of: id) }
-        control.centralSubscriptions = { [unowned application] in application.centralSubscriptions() }
-        control.sendToCentrals = { [unowned application] attribute, value, addresses in
-            application.send(attribute, value: value, to: addresses)
-        }
-        control.characteristicHandles = { [unowned application] in application.currentHandles.characteristics }
         application.onCentralSubscription = { [unowned control] attribute, device, subscribed in
             control.centralSubscriptionEvent(attribute, device: device, subscribed: subscribed)
         }
-        security = try Pairing(
-            definition: configuration.security, connection: connection, session: session, loop: loop, logger: logger)
     }
 
     static func run(

@@ -62,9 +62,10 @@ final class ControlFixture {
         session = BlueZSession(connection: server, preferredAdapter: nil, loop: loop, logger: quietLogger)
         advertiser = try Advertiser(
             configuration: configuration, connection: server, session: session, loop: loop, logger: quietLogger)
+        // As the daemon gives it: the advertising part of the port is the advertiser.
         manager = ControlManager(
-            configuration: configuration, service: service, advertiser: advertiser, connection: server,
-            version: "test-1", logger: quietLogger)
+            configuration: configuration, service: service, port: ControlPort(advertising: .init(advertiser)),
+            connection: server, version: "test-1", logger: quietLogger)
     }
 
     /// Starts the manager and waits until the name claim is settled.
