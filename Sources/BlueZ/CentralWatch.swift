@@ -46,6 +46,19 @@ public final class CentralWatch {
         public var bonded: Bool
         public var trusted: Bool
         public var connected: Bool
+
+        public init(
+            device: String, address: String, name: String?, paired: Bool, bonded: Bool, trusted: Bool,
+            connected: Bool
+        ) {
+            self.device = device
+            self.address = address
+            self.name = name
+            self.paired = paired
+            self.bonded = bonded
+            self.trusted = trusted
+            self.connected = connected
+        }
     }
 
     /// A connected central (`gattctl centrals`).

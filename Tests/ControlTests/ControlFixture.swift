@@ -39,7 +39,12 @@ final class ControlFixture {
     let advertiser: Advertiser
     let manager: ControlManager
 
-    init(savedAdvertisements: [String: Bool] = [:]) throws {
+    /// `port` makes the manager's port from the advertiser; by default the port has the
+    /// advertiser alone, as the daemon's has it (and nothing that pairs).
+    init(
+        savedAdvertisements: [String: Bool] = [:],
+        port: (Advertiser) -> ControlPort = { ControlPort(advertising: .init($0)) }
+    ) throws {
         bus = try PrivateBus()
         loop = try EventLoop()
         server = try BusConnection(address: bus.address, loop: loop)
@@ -62,10 +67,9 @@ final class ControlFixture {
         session = BlueZSession(connection: server, preferredAdapter: nil, loop: loop, logger: quietLogger)
         advertiser = try Advertiser(
             configuration: configuration, connection: server, session: session, loop: loop, logger: quietLogger)
-        // As the daemon gives it: the advertising part of the port is the advertiser.
         manager = ControlManager(
-            configuration: configuration, service: service, port: ControlPort(advertising: .init(advertiser)),
-            connection: server, version: "test-1", logger: quietLogger)
+            configuration: configuration, service: service, port: port(advertiser), connection: server,
+            version: "test-1", logger: quietLogger)
     }
 
     /// Starts the manager and waits until the name claim is settled.
