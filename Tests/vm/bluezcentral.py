@@ -118,18 +118,31 @@ class Central:
 
     def call(self, path, interface, method, *args, timeout=None, what=None, signature=None):
         """Calls a BlueZ method asynchronously; returns its reply, raises dbus exceptions."""
+        return self.together([self.send(path, interface, method, *args, timeout=timeout, what=what,
+                                        signature=signature)])[0]
+
+    def send(self, path, interface, method, *args, timeout=None, what=None, signature=None):
+        """Sends a BlueZ method call without waiting; `together` waits for its reply."""
         timeout = timeout or self.timeout
-        result = {}
+        result = {'timeout': timeout, 'what': what or '%s.%s' % (interface, method)}
         obj = self.bus.get_object(BLUEZ, path, introspect=False)
         getattr(dbus.Interface(obj, interface), method)(
             *args, timeout=timeout, **({'signature': signature} if signature else {}),
             reply_handler=lambda *r: result.setdefault('ok', r),
             error_handler=lambda e: result.setdefault('err', e))
-        self.pump_until(lambda: result, timeout + 2, what or '%s.%s' % (interface, method))
-        if 'err' in result:
-            raise result['err']
-        r = result['ok']
-        return r[0] if len(r) == 1 else (None if not r else r)
+        return result
+
+    def together(self, sent):
+        """Waits for the replies of calls `send` sent (all under way at once: two centrals'
+        requests meet at the peripheral); returns them in order, raises the first error."""
+        self.pump_until(lambda: all('ok' in r or 'err' in r for r in sent),
+                        max(r['timeout'] for r in sent) + 2, ', '.join(r['what'] for r in sent))
+        replies = []
+        for r in sent:
+            if 'err' in r:
+                raise r['err']
+            replies.append(r['ok'][0] if len(r['ok']) == 1 else (None if not r['ok'] else r['ok']))
+        return replies
 
     def objects(self):
         return self.call('/', OM, 'GetManagedObjects')
