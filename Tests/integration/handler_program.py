@@ -3,6 +3,10 @@
 
     handler_program.py --ids slow,strict [--sleep-read ID=SECONDS] [--answer ID=HEX]
                        [--refuse ID=ATTNAME] [--error-name ID=NAME] [--wrong-type ID]
+                       [--fill ID=LENGTH]
+
+--fill answers LENGTH bytes that differ from read to read: "<n>;" repeated, n counting
+this program's reads (a long read must come back as one answer, not pieces of two).
 
 Prints `registered` once RegisterHandler succeeded (or `refused NAME: MESSAGE` and exits 3),
 and `read ID offset=N` / `write ID HEX reply=B offset=N` as each request arrives, before it
@@ -25,6 +29,12 @@ def pairs(items):
     return dict(item.split("=", 1) for item in items)
 
 
+def fill(n, length):
+    """--fill's answer to read n: "<n>;" repeated to length bytes."""
+    piece = ("%d;" % n).encode()
+    return (piece * (length // len(piece) + 1))[:length]
+
+
 class Handler(dbus.service.Object):
     def __init__(self, bus, args):
         super().__init__(bus, OBJECT)
@@ -33,6 +43,7 @@ class Handler(dbus.service.Object):
         self.refuse = pairs(args.refuse)
         self.error_name = pairs(args.error_name)
         self.wrong_type = set(args.wrong_type)
+        self.fill = {k: int(v) for k, v in pairs(args.fill).items()}
         self.reads = 0
 
     def _fail(self, characteristic):
@@ -52,6 +63,8 @@ class Handler(dbus.service.Object):
         if characteristic in self.wrong_type:
             return dbus.String("not bytes")
         self.reads += 1
+        if characteristic in self.fill:
+            return dbus.ByteArray(fill(self.reads, self.fill[characteristic]))
         return dbus.ByteArray(self.answer.get(characteristic, ("fresh %d" % self.reads).encode()))
 
     @dbus.service.method("org.gattd.Handler1", in_signature="saya{sv}", out_signature=None)
@@ -73,6 +86,7 @@ def main():
     parser.add_argument("--refuse", action="append", default=[])
     parser.add_argument("--error-name", action="append", default=[])
     parser.add_argument("--wrong-type", action="append", default=[])
+    parser.add_argument("--fill", action="append", default=[])
     args = parser.parse_args()
     dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
     bus = dbus.SystemBus()
