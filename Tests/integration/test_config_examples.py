@@ -11,6 +11,7 @@ import struct
 import time
 
 import dbus
+import pytest
 
 from conftest import REPO, gattctl_binary
 from harness import DEVICE, one_by_uuid
@@ -151,6 +152,7 @@ def test_uart_bridge_carries_writes_to_a_program_and_its_output_back(start_gattd
         bridge.stop()
 
 
+@pytest.mark.timing
 def test_uart_bridge_resends_what_a_full_queue_refused(start_gattd, standin, private_bus, tmp_path):
     """TX's queue made short (2) and its pacing slow (100 ms): the program's 200 bytes are
     10 pieces, set faster than they leave, so gattd refuses some with QueueFull; the bridge

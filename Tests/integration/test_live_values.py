@@ -100,6 +100,7 @@ def test_battery_example_follows_its_file_and_stays_silent_unsubscribed(start_ga
     assert bytes(standin.call("Read", path, dbus.UInt16(0), MTU, DEVICE)) == bytes([47])
 
 
+@pytest.mark.timing
 def test_flood_is_paced_latest_value_wins(start_gattd, standin):
     start(start_gattd, standin, "live-flood.json")
     path = path_of(standin, FAST)
@@ -170,6 +171,7 @@ def test_deciding_hook_refuses_with_0x80_and_accepts_with_0(start_gattd, standin
     assert read() == b"\x00"
 
 
+@pytest.mark.exec_failure
 def test_deciding_hook_that_decides_nothing_refuses_and_says_why(start_gattd, standin, tmp_path):
     """Fail closed (docs/fail-closed.md): a deciding hook that cannot start (missing, not executable),
     times out or is killed made no decision, so the write is refused with 0x0E and not stored."""
