@@ -238,7 +238,7 @@ arm64-wrappers: release-arm64
 # Deselected here, and run natively by test-integration (pytest prints how many it deselected;
 # the reasons are at the markers' registration in Tests/integration/conftest.py):
 #   timing        measures speed or pacing, or races a 3 s pairing window against gattctl's
-#                 start: emulation (about ten times slower) does not keep either (three tests).
+#                 start: emulation (about ten times slower) does not keep either (four tests).
 #   exec_failure  a program that cannot be executed is refused before it runs; under qemu-user
 #                 posix_spawn's failed exec looks like a child that exits 127 (two tests).
 test-arm64-integration: arm64-wrappers

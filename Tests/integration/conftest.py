@@ -29,11 +29,13 @@ CONFIGS = os.path.join(HERE, "configs")
 def pytest_configure(config):
     # `make test-arm64-integration` runs the suites with `-m "not timing and not exec_failure"`.
     # `timing`: the test measures speed or pacing, or races a short window (3 s of pairing)
-    # against gattctl's start, which gattd and gattctl under qemu-user (far slower) do not keep.
+    # against gattctl's start, which gattd and gattctl under qemu-user (far slower) do not keep
+    # (1 kHz streaming for 10 s, notification pacing, a full queue, the pairing window).
     # `exec_failure`: a program that cannot be executed must be refused before it runs; qemu-user
     # runs posix_spawn's child as a fork and cannot hand the failed exec back, so gattd sees a
     # child that exits 127 (seen with a missing passkey program and missing hooks).
-    config.addinivalue_line("markers", "timing: measures speed or pacing; deselected under emulation (make test-arm64-integration)")
+    config.addinivalue_line("markers", "timing: measures speed or pacing; deselected under emulation "
+                            "(make test-arm64-integration)")
     config.addinivalue_line("markers", "exec_failure: a program that cannot be executed; deselected under qemu-user "
                             "(make test-arm64-integration)")
 

@@ -11,6 +11,7 @@ import struct
 import subprocess
 
 import dbus
+import pytest
 
 from conftest import REPO
 from harness import DEVICE, one_by_uuid
@@ -31,6 +32,7 @@ def subscribed(start_gattd, standin, config, uuid):
     return path
 
 
+@pytest.mark.timing
 def test_delivery_all_at_1khz_for_10s_loses_no_sample(start_gattd, standin, private_bus):
     path = subscribed(start_gattd, standin, CONFIG, SAMPLES)
     count = 10000  # notifyIntervalMs 1: at most 1,000 per second, so at least 10 s
