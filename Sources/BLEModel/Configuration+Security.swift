@@ -6,7 +6,7 @@ extension Configuration {
         switch pairing {
         case .none: .open
         case .justWorks: .encrypted
-        case .displayPasskey: .secureConnections
+        case .displayPasskey, .numericComparison: .secureConnections
         }
     }
 
@@ -42,7 +42,7 @@ extension Configuration {
         case .justWorks:
             return "flag \"\(flag)\" needs an authenticated pairing, which \"just-works\" cannot give "
                 + "(no passkey, no MITM protection): use \"security.pairing\": \"display-passkey\" or an \"encrypt-\" flag"
-        case .displayPasskey:
+        case .displayPasskey, .numericComparison:
             return "flag \"\(flag)\" cannot be satisfied"
         }
     }

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
 
 extension ConfigurationDecoder {
-    static let securityKeys = ["pairing", "pairable", "pairableSeconds", "bondedOnly", "onPasskey"]
+    static let securityKeys = [
+        "pairing", "pairable", "pairableSeconds", "bondedOnly", "onPasskey", "onConfirm", "confirmSeconds",
+    ]
     static let passkeyProgramKeys = ["argv", "timeoutMs"]
     static let pairableWords = ["always", "never", "window"]
 
-    /// `{"pairing": "none" | "just-works" | "display-passkey", "pairable": "always" | "never" |
-    /// "window", "pairableSeconds": 1...86400, "bondedOnly": bool, "onPasskey": {"argv": [...],
-    /// "timeoutMs": n}}`.
+    /// `{"pairing": "none" | "just-works" | "display-passkey" | "numeric-comparison", "pairable":
+    /// "always" | "never" | "window", "pairableSeconds": 1...86400, "bondedOnly": bool,
+    /// "onPasskey": {"argv": [...], "timeoutMs": n}, "onConfirm": {"argv": [...]},
+    /// "confirmSeconds": 1...25}`.
     mutating func security(_ value: JSONValue, _ path: String) -> SecurityDefinition? {
         guard let object = context.object(value, path, allowed: Self.securityKeys) else { return nil }
         var result = SecurityDefinition()
@@ -49,6 +52,14 @@ extension ConfigurationDecoder {
             result.bondedOnly = flag
         }
         if let value = object["onPasskey"] { result.onPasskey = passkeyProgram(value, object.path("onPasskey")) }
+        if let value = object["onConfirm"] {
+            result.onConfirm = passkeyProgram(value, object.path("onConfirm"), keys: ["argv"])
+        }
+        if let value = object["confirmSeconds"],
+            let number = context.integer(value, object.path("confirmSeconds"), in: SecurityDefinition.confirmRange)
+        {
+            result.confirmSeconds = Int(number)
+        }
         if !pairingKnown {
             // The mode is unknown: which keys fit it is too.
         } else if result.pairing == .none {
@@ -64,11 +75,22 @@ extension ConfigurationDecoder {
                 object.path("onPasskey"),
                 "\"onPasskey\" runs only with \"pairing\": \"display-passkey\" (\(result.pairing.rawValue) shows no passkey)")
         }
+        if pairingKnown, result.pairing != .numericComparison {
+            // Only numeric comparison waits for a decision.
+            for key in ["onConfirm", "confirmSeconds"] where object[key] != nil {
+                context.error(
+                    object.path(key),
+                    "\"\(key)\" applies only with \"pairing\": \"numeric-comparison\" "
+                        + "(\(result.pairing.rawValue) asks nobody to confirm)")
+            }
+        }
         return result
     }
 
-    private mutating func passkeyProgram(_ value: JSONValue, _ path: String) -> SecurityDefinition.PasskeyProgram? {
-        guard let object = context.object(value, path, allowed: Self.passkeyProgramKeys) else { return nil }
+    private mutating func passkeyProgram(
+        _ value: JSONValue, _ path: String, keys: [String] = Self.passkeyProgramKeys
+    ) -> SecurityDefinition.PasskeyProgram? {
+        guard let object = context.object(value, path, allowed: keys) else { return nil }
         let before = context.issues.count
         var argv: [String]?
         if let value = object.required("argv", &context), let strings = context.strings(value, object.path("argv")) {

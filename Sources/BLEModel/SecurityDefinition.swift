@@ -13,6 +13,10 @@ public struct SecurityDefinition: Sendable, Equatable {
         /// `DisplayOnly`: bluetoothd hands gattd a 6-digit passkey that the person at the
         /// central types in (authenticated pairing, MITM protection).
         case displayPasskey = "display-passkey"
+        /// `DisplayYesNo`: numeric comparison. bluetoothd hands gattd six digits that both
+        /// sides show; a person (`gattctl pairing confirm`) or the `onConfirm` program
+        /// decides (authenticated pairing, MITM protection; LE Secure Connections only).
+        case numericComparison = "numeric-comparison"
 
         /// The `org.bluez.AgentManager1.RegisterAgent` capability.
         public var capability: String? {
@@ -20,11 +24,12 @@ public struct SecurityDefinition: Sendable, Equatable {
             case .none: nil
             case .justWorks: "NoInputNoOutput"
             case .displayPasskey: "DisplayOnly"
+            case .numericComparison: "DisplayYesNo"
             }
         }
 
         /// Whether a pairing in this mode can give an authenticated (MITM-protected) key.
-        public var authenticates: Bool { self == .displayPasskey }
+        public var authenticates: Bool { self == .displayPasskey || self == .numericComparison }
     }
 
     /// When a central may pair (bond), mapped onto the adapter's `Pairable`.
@@ -64,7 +69,18 @@ public struct SecurityDefinition: Sendable, Equatable {
     /// open, so that a new central can bond).
     public var bondedOnly: Bool
     public var onPasskey: PasskeyProgram?
+    /// Numeric comparison: the program that decides (exit status 0 accepts), if any.
+    /// Its `timeoutMs` is unused: it is killed when the decision times out.
+    public var onConfirm: PasskeyProgram?
+    /// Numeric comparison: seconds a confirmation waits for its decision before it is
+    /// rejected (`confirmSeconds`).
+    public var confirmSeconds: Int
 
+    /// How long a numeric comparison waits by default: below the kernel's 30 s SMP timer
+    /// (the pairing fails there anyway) and bluetoothd's 60 s agent timeout.
+    public static let defaultConfirmSeconds = 20
+    /// The range `confirmSeconds` accepts.
+    public static let confirmRange: ClosedRange<Int64> = 1...25
     /// The pairing window when `pairable` is absent.
     public static let defaultWindowSeconds = 120
     /// Longest pairing window (one day), and the range `gattctl pairing open` accepts.
@@ -72,12 +88,15 @@ public struct SecurityDefinition: Sendable, Equatable {
 
     public init(
         pairing: Pairing = .none, pairable: Pairable = .window(seconds: Self.defaultWindowSeconds),
-        bondedOnly: Bool = false, onPasskey: PasskeyProgram? = nil
+        bondedOnly: Bool = false, onPasskey: PasskeyProgram? = nil, onConfirm: PasskeyProgram? = nil,
+        confirmSeconds: Int = Self.defaultConfirmSeconds
     ) {
         self.pairing = pairing
         self.pairable = pairable
         self.bondedOnly = bondedOnly
         self.onPasskey = onPasskey
+        self.onConfirm = onConfirm
+        self.confirmSeconds = confirmSeconds
     }
 
     /// Whether gattd runs a pairing agent and manages the adapter's `Pairable`.
@@ -95,6 +114,10 @@ public struct SecurityDefinition: Sendable, Equatable {
         }
         text += ", bondedOnly \(bondedOnly ? "yes" : "no")"
         if let onPasskey { text += ", onPasskey runs \(onPasskey.argv[0])" }
+        if pairing == .numericComparison {
+            text += ", confirmations wait \(confirmSeconds) s"
+            if let onConfirm { text += ", onConfirm runs \(onConfirm.argv[0])" }
+        }
         return text
     }
 }
