@@ -8,7 +8,8 @@ public import Logging
 /// pairs (docs/security.md).
 ///
 /// - Registered with `AgentManager1.RegisterAgent` under the capability of the configured
-///   mode (`NoInputNoOutput` for just-works, `DisplayOnly` for display-passkey) and made
+///   mode (`NoInputNoOutput` for just-works, `DisplayOnly` for display-passkey,
+///   `DisplayYesNo` for numeric-comparison) and made
 ///   the default agent, so bluetoothd asks it about pairings the central starts; registered
 ///   again whenever bluetoothd comes back (it keeps agents in memory only).
 /// - Every method bluetoothd may call gets a deliberate answer: what the mode and the
@@ -17,6 +18,9 @@ public import Logging
 /// - Only the current `org.bluez` owner may call it; anybody else is refused and logged.
 /// - `DisplayPasskey` is handed to `onPasskey` (journal, control API, the `onPasskey`
 ///   program); the passkey itself is never answered to anyone.
+/// - `RequestConfirmation` (numeric-comparison only) is handed to `onConfirmation`, and
+///   answered when its decision comes (bluetoothd waits for the reply); without one, or
+///   in another mode, it is refused.
 public final class PairingAgent: DBusObject {
     /// What the agent did, for the daemon (logs, control API events, the passkey program).
     public enum Event: Equatable, Sendable {
@@ -31,6 +35,16 @@ public final class PairingAgent: DBusObject {
     /// Whether pairing is allowed now (the pairing window); asked at every request.
     public var pairingAllowed: () -> Bool = { false }
     public var onEvent: ((Event) -> Void)?
+    /// Numeric comparison: bluetoothd asks whether the six digits match. The receiver
+    /// calls `answer` exactly once, later: accepted, or the reason for rejecting.
+    public var onConfirmation:
+        ((_ device: String, _ address: String, _ passkey: UInt32, _ answer: @escaping (Result<Void, Rejection>) -> Void) -> Void)?
+
+    /// Why a confirmation was rejected, in words for the log and bluetoothd.
+    public struct Rejection: Error, Sendable {
+        public let reason: String
+        public init(_ reason: String) { self.reason = reason }
+    }
     /// The agent is registered (and asked to be the default) with a bluetoothd.
     public var onRegistered: (() -> Void)?
     /// The unique name of the `org.bluez` owner whose calls are answered.
@@ -69,9 +83,7 @@ public final class PairingAgent: DBusObject {
                     agent.reject(request, "gattd has no keyboard; it displays passkeys, it does not enter them")
                 },
                 row("DisplayPasskey", in: "ouq") { agent, request in agent.displayPasskey(request) },
-                row("RequestConfirmation", in: "ou") { agent, request in
-                    agent.reject(request, "numeric comparison is not offered (\(agent.mode.rawValue))")
-                },
+                row("RequestConfirmation", in: "ou") { agent, request in agent.requestConfirmation(request) },
                 row("RequestAuthorization", in: "o") { agent, request in agent.requestAuthorization(request) },
                 row("AuthorizeService", in: "os") { agent, request in
                     let uuid = request.arguments.count > 1 ? request.arguments[1].asString ?? "" : ""
@@ -85,7 +97,7 @@ public final class PairingAgent: DBusObject {
             ])
     ]
 
-    /// `mode` must pair (`.justWorks` or `.displayPasskey`).
+    /// `mode` must pair (`.justWorks`, `.displayPasskey` or `.numericComparison`).
     public init(mode: SecurityDefinition.Pairing, connection: BusConnection, session: BlueZSession, logger: Logger) {
         precondition(mode.capability != nil, "a pairing agent needs a pairing mode")
         self.mode = mode
@@ -246,6 +258,30 @@ public final class PairingAgent: DBusObject {
         guard announced[request.device] != passkey else { return }
         announced[request.device] = passkey
         onEvent?(.passkey(device: request.device, address: request.address, passkey: passkey))
+    }
+
+    /// Numeric comparison: the decision is asked for, and bluetoothd's call answered when
+    /// it comes (fail closed: no receiver, no decision).
+    private func requestConfirmation(_ request: Request) {
+        guard mode == .numericComparison else {
+            return reject(request, "numeric comparison is not offered (\(mode.rawValue))")
+        }
+        guard pairingAllowed() else { return reject(request, "pairing is closed") }
+        guard let onConfirmation else { return reject(request, "nobody can confirm the digits") }
+        let passkey = request.arguments.count > 1 ? request.arguments[1].asUInt32 ?? 0 : 0
+        onConfirmation(request.device, request.address, passkey) { [weak self] result in
+            switch result {
+            case .success:
+                self?.logger.notice(
+                    "pairing accepted (numeric comparison)", metadata: ["device": "\(request.address)"])
+                request.call.reply()
+            case .failure(let rejection):
+                guard let self else {
+                    return request.call.fail(DBusError(name: BlueZError.rejected, message: rejection.reason))
+                }
+                self.reject(request, rejection.reason)
+            }
+        }
     }
 
     private func reject(_ request: Request, _ reason: String) {

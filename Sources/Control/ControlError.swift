@@ -34,6 +34,9 @@ public enum ControlError: Error, Equatable, Sendable {
     case cannotTarget(String)
     /// No connected central has this address (`DisconnectCentral`).
     case unknownCentral(String)
+    /// `ConfirmPairing`/`RejectPairing` with no confirmation pending for the address (or
+    /// at all); the reason.
+    case noPendingConfirmation(String)
     /// gattd could not do it for another reason, in plain words.
     case failed(String)
 
@@ -51,6 +54,7 @@ public enum ControlError: Error, Equatable, Sendable {
         public static let unknownBond = ControlNames.errorPrefix + "UnknownBond"
         public static let cannotTarget = ControlNames.errorPrefix + "CannotTarget"
         public static let unknownCentral = ControlNames.errorPrefix + "UnknownCentral"
+        public static let noPendingConfirmation = ControlNames.errorPrefix + "NoPendingConfirmation"
         public static let failed = ControlNames.errorPrefix + "Failed"
     }
 
@@ -68,6 +72,7 @@ public enum ControlError: Error, Equatable, Sendable {
         case .unknownBond: Name.unknownBond
         case .cannotTarget: Name.cannotTarget
         case .unknownCentral: Name.unknownCentral
+        case .noPendingConfirmation: Name.noPendingConfirmation
         case .failed: Name.failed
         }
     }
@@ -99,6 +104,8 @@ public enum ControlError: Error, Equatable, Sendable {
             reason
         case .unknownCentral(let address):
             "no central with address \(address) is connected"
+        case .noPendingConfirmation(let reason):
+            reason
         case .failed(let text):
             text
         }

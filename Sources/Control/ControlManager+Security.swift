@@ -3,6 +3,7 @@
 import BLEModel
 import BlueZ
 import DBusKit
+import DaemonCore
 import Logging
 
 /// Pairing and bonds over the control API (docs/control-api.md, "Pairing and bonds").
@@ -23,6 +24,40 @@ extension ControlManager {
         if let reason = pairingWindow.open(length) { return refuse(call, .pairingUnavailable(reason)) }
         logger.info("pairing opened over the control API", metadata: ["sender": "\(call.sender ?? "?")", "seconds": "\(length)"])
         call.reply([.uint32(UInt32(length))])
+    }
+
+    /// `ConfirmPairing(s address)` / `RejectPairing(s address)`: decides the numeric
+    /// comparison pending for the central (nil: the only one pending).
+    func decidePairing(address: String?, accept: Bool, call: MethodCall) {
+        guard let confirmations = port.confirmations else {
+            return refuse(
+                call,
+                .pairingUnavailable(
+                    "gattd does not confirm pairings (security.pairing is \"\(security.pairing.rawValue)\", "
+                        + "not \"numeric-comparison\")"))
+        }
+        let caller = "gattctl or a control client (\(call.sender ?? "?"))"
+        let decision: PendingConfirmations.Decision =
+            accept ? .accept(by: caller) : .reject(because: "rejected by \(caller)")
+        switch confirmations.decide(address, decision) {
+        case .success(let pending):
+            logger.notice(
+                accept ? "pairing confirmed over the control API" : "pairing rejected over the control API",
+                metadata: ["device": "\(pending.address)", "sender": "\(call.sender ?? "?")"])
+            call.reply()
+        case .failure(let refusal):
+            if case .ambiguous = refusal { return refuse(call, .pairingUnavailable(refusal.message)) }
+            refuse(call, .noPendingConfirmation(refusal.message))
+        }
+    }
+
+    /// `PairingConfirmation(o device, s address, s passkey)`: numeric comparison; the six
+    /// digits both sides show, to confirm or reject. Only subscribers in the bus policy's
+    /// circle (root, group gattd) receive it.
+    public func confirmationEvent(device: String, address: String, passkey: String) {
+        emitEvent(
+            "PairingConfirmation",
+            [.objectPath((try? ObjectPath(device)) ?? BlueZNamesForControl.unknownDevice), .string(address), .string(passkey)])
     }
 
     /// `ListBonds() -> aa{sv}`: `Device` o, `Address` s, `Name` s (when known), `Paired` b,

@@ -120,6 +120,7 @@ public final class ControlManager: DBusObject {
                 DBusSignalDescription("AdvertisementChanged", signature: "ss"),
                 DBusSignalDescription("PasskeyDisplayed", signature: "oss"),
                 DBusSignalDescription("PairingChanged", signature: "bu"),
+                DBusSignalDescription("PairingConfirmation", signature: "oss"),
             ])
     ]
 
@@ -151,6 +152,7 @@ public final class ControlManager: DBusObject {
         case .registerHandler(let object, let ids): registerHandler(object: object, ids: ids, call: call)
         case .unregisterHandler(let object): unregisterHandler(object: object, call: call)
         case .openPairing(let seconds): openPairing(seconds: seconds, call: call)
+        case .decidePairing(let address, let accept): decidePairing(address: address, accept: accept, call: call)
         case .listBonds: call.reply([listBonds()])
         case .removeBond(let address): removeBond(address: address, call: call)
         case .listCentrals: call.reply([listCentrals()])

@@ -98,12 +98,36 @@ public struct ControlPort {
         }
     }
 
+    /// Numeric comparisons waiting for a person's decision (`ConfirmPairing`/`RejectPairing`).
+    public struct Confirmations {
+        /// Decides the confirmation of the central at an address (nil: the only one
+        /// waiting); what was decided, or why nothing was.
+        public var decide:
+            (_ address: String?, _ decision: PendingConfirmations.Decision) -> Result<
+                PendingConfirmations.Pending, PendingConfirmations.Refusal
+            >
+
+        public init(
+            decide: @escaping (String?, PendingConfirmations.Decision) -> Result<
+                PendingConfirmations.Pending, PendingConfirmations.Refusal
+            >
+        ) {
+            self.decide = decide
+        }
+
+        public init(_ confirmations: PendingConfirmations) {
+            self.init(decide: { [unowned confirmations] in confirmations.decide(address: $0, $1) })
+        }
+    }
+
     public var advertising: Advertising?
     /// The security settings served (`security`).
     public var security: SecurityDefinition
     /// Nil when gattd does not pair.
     public var pairingWindow: Window?
     public var centrals: Centrals?
+    /// Nil unless gattd pairs by numeric comparison.
+    public var confirmations: Confirmations?
     /// How many notify and write sockets bluetoothd holds for a characteristic (the GATT
     /// application's `AcquireNotify`/`AcquireWrite` sockets); nil: none are ever counted.
     public var acquiredSockets: ((String) -> (notify: Int, write: Int))?
@@ -123,7 +147,7 @@ public struct ControlPort {
         acquiredSockets: ((String) -> (notify: Int, write: Int))? = nil,
         sendToCentrals: ((Attribute, [UInt8], [String]) -> Result<Void, TargetRefusal>)? = nil,
         centralSubscriptions: (() -> [String: [String]]?)? = nil,
-        characteristicHandles: (() -> [String: UInt16])? = nil
+        characteristicHandles: (() -> [String: UInt16])? = nil, confirmations: Confirmations? = nil
     ) {
         self.advertising = advertising
         self.security = security
@@ -133,5 +157,6 @@ public struct ControlPort {
         self.sendToCentrals = sendToCentrals
         self.centralSubscriptions = centralSubscriptions
         self.characteristicHandles = characteristicHandles
+        self.confirmations = confirmations
     }
 }

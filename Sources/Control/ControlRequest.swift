@@ -25,6 +25,9 @@ public enum ControlRequest: Equatable, Sendable {
     case unregisterHandler(object: ObjectPath)
     /// Open the pairing window for this many seconds (0: the configured length).
     case openPairing(seconds: Int)
+    /// Numeric comparison: accept or reject the pending confirmation of the central at
+    /// this address (nil: the only one pending).
+    case decidePairing(address: String?, accept: Bool)
     case listBonds
     /// Forget the bond with the central at this address (`AA:BB:CC:DD:EE:FF`).
     case removeBond(address: String)
@@ -98,6 +101,12 @@ public enum ControlRequest: Equatable, Sendable {
             guard seconds <= 86_400 else { throw .invalidArgs("OpenPairing: at most 86400 seconds, got \(seconds)") }
             return .openPairing(seconds: Int(seconds))
         },
+        Method("ConfirmPairing", in: "s") { arguments throws(DBusError) in
+            .decidePairing(address: try pendingAddress(arguments, method: "ConfirmPairing"), accept: true)
+        },
+        Method("RejectPairing", in: "s") { arguments throws(DBusError) in
+            .decidePairing(address: try pendingAddress(arguments, method: "RejectPairing"), accept: false)
+        },
         Method("ListBonds", out: "aa{sv}") { _ in .listBonds },
         Method("ListCentrals", out: "aa{sv}") { _ in .listCentrals },
         Method("DisconnectCentral", in: "s") { arguments throws(DBusError) in
@@ -127,6 +136,16 @@ public enum ControlRequest: Equatable, Sendable {
             throw .invalidArgs("\(member) takes (\(method.inSignature)), got (\(actual))")
         }
         self = try method.decode(arguments)
+    }
+
+    /// The address of `ConfirmPairing`/`RejectPairing`: empty means the only one pending.
+    private static func pendingAddress(_ arguments: [DBusValue], method: String) throws(DBusError) -> String? {
+        let address = id(arguments)
+        guard !address.isEmpty else { return nil }
+        guard isAddress(address) else {
+            throw .invalidArgs("\(method): \"\(address)\" is not an address like AA:BB:CC:DD:EE:FF (or \"\")")
+        }
+        return address.uppercased()
     }
 
     /// The first argument, an id (or an address).

@@ -19,6 +19,10 @@ public final class Pairing {
     private let logger: Logger
     /// The `onPasskey` program showing the current passkey, if one runs.
     private var passkeyProgram: ChildProcess?
+    /// Numeric comparison: the confirmations waiting for a decision (nil in other modes).
+    public let confirmations: PendingConfirmations?
+    /// The `onConfirm` programs deciding, by address.
+    private var confirmPrograms: [String: ChildProcess] = [:]
 
     public init(
         definition: SecurityDefinition, connection: BusConnection, session: BlueZSession, loop: EventLoop,
@@ -28,6 +32,9 @@ public final class Pairing {
         policy = PairingPolicy(definition)
         self.loop = loop
         self.logger = logger
+        confirmations =
+            definition.pairing == .numericComparison
+            ? PendingConfirmations(timeout: .seconds(definition.confirmSeconds), clock: .loop(loop)) : nil
         if definition.pairs {
             let agent = PairingAgent(mode: definition.pairing, connection: connection, session: session, logger: logger)
             try agent.start()
@@ -42,6 +49,11 @@ public final class Pairing {
 
     /// The pairing window as the control API sees it (nil when gattd does not pair).
     public var controlWindow: ControlPort.Window? { window.map(ControlPort.Window.init) }
+
+    /// The pending numeric comparisons as the control API sees them (nil in other modes).
+    public var controlConfirmations: ControlPort.Confirmations? {
+        confirmations.map(ControlPort.Confirmations.init)
+    }
 
     /// Sends the agent's passkeys and the window's changes to the control API, checks
     /// centrals as they are found, and starts the first pairing window.
@@ -60,6 +72,12 @@ public final class Pairing {
                     device: device, address: address, passkey: passkey, control: control, centrals: centrals)
             case .cancelled:
                 self.stopPasskeyProgram()
+                self.confirmations?.cancelAll(because: "bluetoothd cancelled the request")
+            }
+        }
+        if confirmations != nil {
+            agent.onConfirmation = { [unowned self, unowned control] device, address, passkey, answer in
+                self.askConfirmation(device: device, address: address, passkey: passkey, control: control, answer: answer)
             }
         }
         window.onChange = { [unowned control] open, secondsLeft in
@@ -78,6 +96,7 @@ public final class Pairing {
         case .adapterGone, .vanished:
             agent?.bluezGone()
             window?.adapterGone()
+            confirmations?.cancelAll(because: "bluetoothd or its adapter went away")
         case .absent, .appeared, .noAdapter, .adapterProperties, .powered, .interfacesAdded, .interfacesRemoved,
             .deviceChanged:
             break
@@ -145,6 +164,52 @@ public final class Pairing {
         control.passkeyEvent(device: device, address: address, passkey: digits)
     }
 
+    /// Numeric comparison: the six digits reach a person (journal `PASSKEY`, `DEVICE`; the
+    /// control API's `PairingConfirmation`) and the `onConfirm` program, and the pairing
+    /// waits for `gattctl pairing confirm|reject`, the program's exit status, or the
+    /// timeout. Fail closed: a second request for the same central, or a program that
+    /// cannot start, rejects at once.
+    private func askConfirmation(
+        device: String, address: String, passkey: UInt32, control: ControlManager,
+        answer: @escaping (Result<Void, PairingAgent.Rejection>) -> Void
+    ) {
+        guard let confirmations else { return answer(.failure(.init("numeric comparison is not offered"))) }
+        let digits = PairingAgent.format(passkey: passkey)
+        let pending = PendingConfirmations.Pending(device: device, address: address, passkey: digits)
+        let started = confirmations.begin(pending) { [weak self] decision in
+            if let program = self?.confirmPrograms.removeValue(forKey: address) { program.terminate() }
+            answer(decision.accepted ? .success(()) : .failure(.init(decision.reason)))
+        }
+        guard started else {
+            return answer(.failure(.init("a confirmation for this central is already pending")))
+        }
+        if let launch = policy.confirmLaunch(passkey: digits, address: address, devicePath: device) {
+            do {
+                confirmPrograms[address] = try ChildProcess.start(
+                    argv: launch.argv, environment: launch.environment, timeout: launch.timeout, loop: loop
+                ) { [weak self] finished in
+                    guard let self, self.confirmPrograms[address] != nil else { return }
+                    self.confirmPrograms[address] = nil
+                    _ = self.confirmations?.decide(address: address, PairingPolicy.confirmation(by: finished.outcome))
+                }
+            } catch {
+                logger.error(
+                    "the onConfirm program cannot start",
+                    metadata: ["program": "\(launch.argv[0])", "error": "\(error)", "device": "\(address)"])
+                _ = confirmations.decide(
+                    address: address, .reject(because: "the onConfirm program cannot start (\(error))"))
+                return
+            }
+        }
+        logger.notice(
+            "confirm pairing: \(digits)",
+            metadata: [
+                "passkey": "\(digits)", "device": "\(address)", "device.path": "\(device)",
+                "timeout": "\(definition.confirmSeconds) s",
+            ])
+        control.confirmationEvent(device: device, address: address, passkey: digits)
+    }
+
     private func stopPasskeyProgram() {
         passkeyProgram?.terminate()
         passkeyProgram = nil
@@ -154,6 +219,7 @@ public final class Pairing {
     /// the agent; `completion` once both answered (each bounded by a 1 s call timeout).
     public func stop(completion: @escaping () -> Void) {
         stopPasskeyProgram()
+        confirmations?.cancelAll(because: "gattd is stopping")
         guard let agent, let window else { return completion() }
         var pending = 2
         let finished = {

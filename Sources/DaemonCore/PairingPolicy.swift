@@ -56,3 +56,24 @@ public struct PairingPolicy: Sendable, Equatable {
             timeout: .milliseconds(program.timeoutMs))
     }
 }
+
+extension PairingPolicy {
+    /// The `onConfirm` program for a numeric comparison showing `passkey` (six digits) for
+    /// the central at `address`; nil when none is configured. It is killed when the
+    /// confirmation times out (`confirmSeconds`), which rejects the pairing.
+    public func confirmLaunch(passkey: String, address: String, devicePath: String) -> PasskeyLaunch? {
+        guard let program = definition.onConfirm else { return nil }
+        return PasskeyLaunch(
+            argv: program.argv,
+            environment: ["GATTD_PASSKEY": passkey, "GATTD_DEVICE": address, "GATTD_DEVICE_PATH": devicePath],
+            timeout: .seconds(definition.confirmSeconds))
+    }
+
+    /// The decision an `onConfirm` program's end makes: exit status 0 accepts; anything
+    /// else (another status, a signal, the timeout) rejects, with the reason.
+    public static func confirmation(by outcome: ChildProcess.Outcome) -> PendingConfirmations.Decision {
+        outcome == .exited(0)
+            ? .accept(by: "the onConfirm program")
+            : .reject(because: "the onConfirm program ended with \(outcome)")
+    }
+}

@@ -21,7 +21,8 @@ enum ExitStatus: Int32 {
     static let helpText = """
         Exit status: 0 success; 1 gattd not reachable (no system bus, gattd not running, or \
         running without its control API); 2 usage error; 3 unknown characteristic or \
-        advertisement id, or no bond or connected central with that address; 4 invalid value (not \
+        advertisement id, or no bond, connected central or pending pairing confirmation with that \
+        address; 4 invalid value (not \
         encodable, the wrong length, or advertising data that \
         breaks the rules or the byte budget); 5 refused by \
         gattd or the bus policy (e.g. not root and not in group gattd, or the value could not be saved).
@@ -31,7 +32,7 @@ enum ExitStatus: Int32 {
     init(_ error: DBusError) {
         switch error.name {
         case ControlError.Name.unknownCharacteristic, ControlError.Name.unknownAdvertisement,
-            ControlError.Name.unknownBond, ControlError.Name.unknownCentral:
+            ControlError.Name.unknownBond, ControlError.Name.unknownCentral, ControlError.Name.noPendingConfirmation:
             self = .unknownID
         case ControlError.Name.invalidValueLength, ControlError.Name.invalidAdvertisement:
             self = .invalidValue

@@ -3,40 +3,69 @@
 import ArgumentParser
 import DBusKit
 
-/// `gattctl pairing [open [SECONDS]]`.
+/// `gattctl pairing [open [SECONDS] | confirm [ADDRESS] | reject [ADDRESS]]`.
 struct PairingCommand: ParsableCommand {
     enum Action: String, ExpressibleByArgument, CaseIterable {
-        case status, open
+        case status, open, confirm, reject
     }
 
     static let configuration = CommandConfiguration(
         commandName: "pairing",
-        abstract: "Show whether centrals may pair now, or open the pairing window.",
+        abstract: "Show whether centrals may pair now, open the pairing window, or confirm a pairing.",
         discussion: """
             status (the default): prints the pairing mode and whether pairing is open, e.g. \
             "pairing just-works: open for 117 s". open [SECONDS]: lets new centrals pair for \
             SECONDS (default: the configured security.pairableSeconds), like a phone's pairing \
             button; prints "pairing open for <n> s". Refused when gattd does not pair or its \
-            security.pairable is "always" or "never".
+            security.pairable is "always" or "never". confirm [ADDRESS] / reject [ADDRESS] \
+            (security.pairing "numeric-comparison"): accepts or rejects the pairing waiting for \
+            the central at ADDRESS, after comparing the six digits gattctl watch shows \
+            ("confirm <digits> ...") with the central's; without ADDRESS, the only one waiting. \
+            Prints "<address>: confirmed" or "<address>: rejected" (or "pairing confirmed"/"pairing \
+            rejected"); exit status 3 when nothing waits for that central.
 
             \(ExitStatus.helpText)
             """)
 
-    @Argument(help: "status or open.")
+    @Argument(help: "status, open, confirm or reject.")
     var action: Action = .status
 
-    @Argument(help: "With open: seconds the window stays open (1...86400).")
-    var seconds: UInt32?
+    @Argument(help: "With open: seconds the window stays open (1...86400). With confirm or reject: the central's address.")
+    var argument: String?
+
+    /// `open`'s seconds, once validated.
+    private var seconds: UInt32? { argument.flatMap { UInt32($0) } }
 
     func validate() throws {
-        if let seconds {
-            guard action == .open else { throw ValidationError("SECONDS goes with open only") }
-            guard (1...86_400).contains(seconds) else { throw ValidationError("SECONDS must be 1...86400") }
+        guard let argument else { return }
+        switch action {
+        case .open:
+            guard let seconds = UInt32(argument), (1...86_400).contains(seconds) else {
+                throw ValidationError("SECONDS must be 1...86400")
+            }
+        case .confirm, .reject:
+            guard Self.isAddress(argument) else {
+                throw ValidationError("\"\(argument)\" is not an address like AA:BB:CC:DD:EE:FF")
+            }
+        case .status:
+            throw ValidationError("status takes no argument")
         }
+    }
+
+    private static func isAddress(_ text: String) -> Bool {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        return parts.count == 6 && parts.allSatisfy { $0.count == 2 && $0.allSatisfy(\.isHexDigit) }
     }
 
     func run() throws {
         let client = try ControlClient()
+        if action == .confirm || action == .reject {
+            let address = argument?.uppercased() ?? ""
+            _ = try client.call(action == .confirm ? "ConfirmPairing" : "RejectPairing", [.string(address)])
+            let word = action == .confirm ? "confirmed" : "rejected"
+            printLine(address.isEmpty ? "pairing \(word)" : "\(address): \(word)")
+            return
+        }
         if action == .open {
             let reply = try client.call("OpenPairing", [.uint32(seconds ?? 0)])
             printLine("pairing open for \(reply.first?.asUInt32 ?? seconds ?? 0) s")

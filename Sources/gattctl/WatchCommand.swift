@@ -18,6 +18,8 @@ struct WatchCommand: ParsableCommand {
             state=<present|gone|powered|unpowered>", "advertisement <id> state=<state>", and \
             "ready <id>" (room again in a delivery-all queue), "passkey <6 digits> \
             address=<address> device=<path>" (the passkey to type in on the central pairing now), \
+            "confirm <6 digits> address=<address> device=<path>" (numeric comparison: the digits \
+            the central shows too; answer with gattctl pairing confirm|reject), \
             "pairing open|closed [seconds=<n>]". With --json, one object per line \
             with "event" and the same fields. "watching" goes to stderr once the subscription \
             is in place. Exits 0 on SIGINT/SIGTERM, 1 when gattd leaves the bus.
@@ -96,6 +98,11 @@ struct WatchCommand: ParsableCommand {
                 return nil
             }
             return event("passkey", [("passkey", passkey), ("address", address), ("device", device.rawValue)])
+        case ("PairingConfirmation", 3):
+            guard let device = arguments[0].asObjectPath, let address = strings[1], let passkey = strings[2] else {
+                return nil
+            }
+            return event("confirm", [("passkey", passkey), ("address", address), ("device", device.rawValue)])
         case ("PairingChanged", 2):
             guard let open = arguments[0].asBool, let seconds = arguments[1].asUInt32 else { return nil }
             return event("pairing", [("state", open ? "open" : "closed")] + (open && seconds > 0 ? [("seconds", "\(seconds)")] : []))

@@ -84,7 +84,8 @@ final class Daemon {
                 application.send(attribute, value: value, to: addresses)
             },
             centralSubscriptions: { [unowned application] in application.centralSubscriptions() },
-            characteristicHandles: { [unowned application] in application.currentHandles.characteristics })
+            characteristicHandles: { [unowned application] in application.currentHandles.characteristics },
+            confirmations: security.controlConfirmations)
         control = ControlManager(
             configuration: configuration, service: service, port: port, connection: connection,
             version: gattdVersion, logger: logger)
