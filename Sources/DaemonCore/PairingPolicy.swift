@@ -74,6 +74,6 @@ extension PairingPolicy {
     public static func confirmation(by outcome: ChildProcess.Outcome) -> PendingConfirmations.Decision {
         outcome == .exited(0)
             ? .accept(by: "the onConfirm program")
-            : .reject(because: "the onConfirm program ended with \(outcome)")
+            : .reject(because: "the onConfirm program did not accept (\(outcome))")
     }
 }

@@ -81,4 +81,17 @@ struct ControlRequestTests {
             try ControlRequest(member: "DisconnectCentral", arguments: [.string("AA:BB:CC:DD:EE:GG")])
         }
     }
+
+    @Test func pairingsAreConfirmedAndRejectedByAddressOrTheOnlyOne() throws {
+        #expect(
+            try ControlRequest(member: "ConfirmPairing", arguments: [.string("aa:bb:cc:dd:ee:0f")])
+                == .decidePairing(address: "AA:BB:CC:DD:EE:0F", accept: true))
+        #expect(
+            try ControlRequest(member: "RejectPairing", arguments: [.string("")])
+                == .decidePairing(address: nil, accept: false))
+        let message = "ConfirmPairing: \"123456\" is not an address like AA:BB:CC:DD:EE:FF (or \"\")"
+        #expect(throws: DBusError.invalidArgs(message)) {
+            try ControlRequest(member: "ConfirmPairing", arguments: [.string("123456")])
+        }
+    }
 }
