@@ -244,14 +244,24 @@ public final class PairingAgent: DBusObject {
 
     /// Just Works: bluetoothd asks whether an unauthenticated pairing may go ahead.
     private func requestAuthorization(_ request: Request) {
-        guard mode == .justWorks else { return reject(request, "display-passkey pairs only with a passkey") }
+        guard mode == .justWorks else {
+            return reject(
+                request,
+                mode == .displayPasskey
+                    ? "display-passkey pairs only with a passkey"
+                    : "numeric-comparison pairs only when the six digits are confirmed")
+        }
         guard pairingAllowed() else { return reject(request, "pairing is closed") }
         logger.notice("pairing accepted (just works)", metadata: ["device": "\(request.address)"])
         request.call.reply()
     }
 
     private func displayPasskey(_ request: Request) {
-        guard mode == .displayPasskey else { return reject(request, "just-works shows no passkey") }
+        guard mode == .displayPasskey else {
+            return reject(
+                request,
+                mode == .justWorks ? "just-works shows no passkey" : "numeric-comparison pairs by comparing digits only")
+        }
         guard pairingAllowed() else { return reject(request, "pairing is closed") }
         let passkey = request.arguments.count > 1 ? request.arguments[1].asUInt32 ?? 0 : 0
         request.call.reply()

@@ -6,6 +6,7 @@ only bluetoothd may see. The real pairing over the air is Tests/vm/scenarios/gat
 
 import json
 import os
+import threading
 
 import dbus
 import dbus.bus
@@ -15,7 +16,7 @@ from gi.repository import GLib
 
 from conftest import REPO, run_gattctl, watch_event, watch_events
 from fixtures import wait_until
-from harness import one_by_uuid
+from harness import CONTROL_IFACE, CONTROL_NAME, CONTROL_PATH, one_by_uuid
 
 WAIT = dbus.UInt32(10000)
 SECRET = "5ec0de02-1234-5678-1234-56789abc0000"
@@ -272,3 +273,158 @@ def test_values_only_for_bluetoothd(start_gattd, standin, private_bus):
 def g_name(standin, conn):
     """gattd's unique name (the owner of org.gattd)."""
     return str(conn.get_name_owner("org.gattd"))
+
+
+# Numeric comparison (DisplayYesNo): bluetoothd's RequestConfirmation waits for a decision.
+
+class PendingAgentCall:
+    """bluetoothd's RequestConfirmation on gattd's agent, waiting for its answer in a thread
+    (on a connection of its own); result() is [] when accepted or the D-Bus error name."""
+
+    def __init__(self, private_bus, device=DEVICE, passkey=4321):
+        self.answer = None
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(private_bus, device, passkey), daemon=True)
+        self.thread.start()
+
+    def _run(self, private_bus, device, passkey):
+        conn = private_bus.connect()
+        control = dbus.Interface(conn.get_object(CONTROL_NAME, CONTROL_PATH, introspect=False), CONTROL_IFACE)
+        args = dbus.Array([dbus.ObjectPath(device), dbus.UInt32(passkey)], signature="v")
+        try:
+            self.answer = list(control.AgentCall("RequestConfirmation", "ou", args, timeout=40))
+        except dbus.DBusException as e:
+            self.answer = e.get_dbus_name()
+        finally:
+            conn.close()
+            self.done.set()
+
+    def result(self, within=30):
+        assert self.done.wait(within), "RequestConfirmation was not answered within %d s" % within
+        return self.answer
+
+
+def nc_config(tmp_path, **security):
+    config = json.load(open(os.path.join(REPO, "Tests", "integration", "configs", "security-nc.json")))
+    config["security"].update(security)
+    path = tmp_path / "nc.json"
+    path.write_text(json.dumps(config))
+    return str(path)
+
+
+def asked(w, device=DEVICE, address="00:11:22:33:44:55", passkey="004321"):
+    seen = watch_event(w, within=15, event="confirm")
+    assert seen == {"event": "confirm", "passkey": passkey, "address": address, "device": device}
+
+
+def test_numeric_comparison_confirmed_with_gattctl(start_gattd, standin, private_bus):
+    g = start_gattd("security-nc.json")
+    serving(g, standin)
+    [(_, _, capability, default)] = agents(standin)
+    assert (capability, default) == ("DisplayYesNo", True)
+    w = watch_events(private_bus)
+    call = PendingAgentCall(private_bus)
+    asked(w)
+    line = g.child.wait_for_line("confirm pairing: 004321", 5)
+    assert line and "00:11:22:33:44:55" in line, line
+    assert not call.done.is_set(), "answered before anyone decided"
+    # Only one confirmation per central: a second request is refused at once, the first waits on.
+    assert agent_call(standin, "RequestConfirmation", "ou", dbus.ObjectPath(DEVICE), dbus.UInt32(1)) == REJECTED
+    assert g.child.wait_for_line("a confirmation for this central is already pending", 5)
+    assert not call.done.is_set()
+    out = run_gattctl(private_bus, "pairing", "confirm", "00:11:22:33:44:55")
+    assert (out.returncode, out.stdout.strip()) == (0, "00:11:22:33:44:55: confirmed"), out.stderr
+    assert call.result() == []
+    assert g.child.wait_for_line("pairing accepted (numeric comparison)", 5)
+    # Nothing waits any more: confirming again is a clear error (exit 3).
+    out = run_gattctl(private_bus, "pairing", "confirm", "00:11:22:33:44:55")
+    assert out.returncode == 3 and "no pairing confirmation is pending for 00:11:22:33:44:55" in out.stderr, out
+    out = run_gattctl(private_bus, "pairing", "reject")
+    assert out.returncode == 3 and "no pairing confirmation is pending" in out.stderr, out
+    # This mode pairs by comparing digits only: Just Works and passkeys are refused.
+    assert agent_call(standin, "RequestAuthorization", "o", dbus.ObjectPath(DEVICE)) == REJECTED
+    assert agent_call(standin, "RequestPasskey", "o", dbus.ObjectPath(DEVICE)) == REJECTED
+    w.stop()
+
+
+def test_numeric_comparison_rejected_with_gattctl(start_gattd, standin, private_bus):
+    g = start_gattd("security-nc.json")
+    serving(g, standin)
+    w = watch_events(private_bus)
+    call = PendingAgentCall(private_bus, passkey=987654)
+    asked(w, passkey="987654")
+    out = run_gattctl(private_bus, "pairing", "reject")
+    assert (out.returncode, out.stdout.strip()) == (0, "pairing rejected"), out.stderr
+    assert call.result() == REJECTED
+    line = g.child.wait_for_line("pairing request refused", 5)
+    assert line and "rejected by gattctl or a control client" in line, line
+    w.stop()
+
+
+def test_numeric_comparison_nobody_decides_rejected_on_timeout(start_gattd, standin, private_bus, tmp_path):
+    """Fail closed (docs/fail-closed.md): no decision within confirmSeconds rejects the pairing."""
+    g = start_gattd(nc_config(tmp_path, confirmSeconds=2))
+    serving(g, standin)
+    w = watch_events(private_bus)
+    call = PendingAgentCall(private_bus)
+    asked(w)
+    assert call.result(within=20) == REJECTED
+    line = g.child.wait_for_line("pairing request refused", 5)
+    assert line and "nobody confirmed within 2 s" in line, line
+    out = run_gattctl(private_bus, "pairing", "confirm", "00:11:22:33:44:55")
+    assert out.returncode == 3, out
+    w.stop()
+
+
+@pytest.mark.parametrize("status, answer", [(0, []), (1, REJECTED)])
+def test_numeric_comparison_program_decides(start_gattd, standin, private_bus, tmp_path, status, answer):
+    out_file = tmp_path / "confirm.txt"
+    program = 'echo "$GATTD_PASSKEY $GATTD_DEVICE $GATTD_DEVICE_PATH" >"$CONFIRM_OUT"; exit %d' % status
+    g = start_gattd(nc_config(tmp_path, onConfirm={"argv": ["/bin/sh", "-c", program]}),
+                    env={"CONFIRM_OUT": str(out_file)})
+    serving(g, standin)
+    call = PendingAgentCall(private_bus, passkey=42)
+    assert call.result() == answer
+    assert out_file.read_text().split() == ["000042", "00:11:22:33:44:55", DEVICE]
+    if status:
+        line = g.child.wait_for_line("pairing request refused", 5)
+        assert line and "the onConfirm program did not accept (exit status 1)" in line, line
+    else:
+        assert g.child.wait_for_line("pairing accepted (numeric comparison)", 5)
+
+
+def test_numeric_comparison_program_that_cannot_start_rejects(start_gattd, standin, private_bus, tmp_path):
+    g = start_gattd(nc_config(tmp_path, onConfirm={"argv": [str(tmp_path / "no-such-confirm-program")]}))
+    serving(g, standin)
+    w = watch_events(private_bus)
+    assert PendingAgentCall(private_bus).result() == REJECTED
+    line = g.child.wait_for_line("pairing request refused", 5)
+    assert line and "the onConfirm program cannot start" in line, line
+    w.stop()
+    assert not [line for line in w.out.lines if '"confirm"' in line], "PairingConfirmation was sent"
+
+
+def test_numeric_comparison_only_bluetoothd_asks(start_gattd, standin, private_bus):
+    """An attacker on the bus cannot start a confirmation to have it accepted: only bluetoothd's
+    RequestConfirmation is heard (who may confirm is the bus policy, systemd/tests)."""
+    g = start_gattd("security-nc.json")
+    serving(g, standin)
+    [(owner, path, _, _)] = agents(standin)
+    intruder = private_bus.connect()
+    agent = dbus.Interface(intruder.get_object(owner, path, introspect=False), "org.bluez.Agent1")
+    with pytest.raises(dbus.DBusException) as refused:
+        agent.RequestConfirmation(dbus.ObjectPath(DEVICE), dbus.UInt32(1))
+    assert refused.value.get_dbus_name() == REJECTED
+    assert g.child.wait_for_line("pairing agent call refused: not from bluetoothd", 5)
+    out = run_gattctl(private_bus, "pairing", "confirm")
+    assert out.returncode == 3, out
+
+
+def test_other_modes_refuse_numeric_comparison(start_gattd, standin, private_bus):
+    g = start_gattd("security-pk.json", env={"PASSKEY_OUT": os.devnull})
+    serving(g, standin)
+    assert agent_call(standin, "RequestConfirmation", "ou", dbus.ObjectPath(DEVICE), dbus.UInt32(1)) == REJECTED
+    line = g.child.wait_for_line("pairing request refused", 5)
+    assert line and "numeric comparison is not offered (display-passkey)" in line, line
+    out = run_gattctl(private_bus, "pairing", "confirm")
+    assert out.returncode == 5 and "gattd does not confirm pairings" in out.stderr, out

@@ -122,6 +122,8 @@ manager() { # user method [args...]: a control API call on /org/gattd
 check "group gattd calls Manager1.GetStatus" "policy-test" "$(manager gattdop org.gattd.Manager1.GetStatus)"
 check "nobody may not call Manager1.GetStatus" "AccessDenied" "$(manager nobody org.gattd.Manager1.GetStatus)"
 check "nobody may not call Manager1.SetValue" "AccessDenied" "$(manager nobody org.gattd.Manager1.SetValue string:x array:byte:1)"
+check "nobody may not confirm a pairing" "AccessDenied" "$(manager nobody org.gattd.Manager1.ConfirmPairing string:)"
+check "nobody may not reject a pairing" "AccessDenied" "$(manager nobody org.gattd.Manager1.RejectPairing string:)"
 # Signals: a listener subscribes, then root makes the stand-in emit ValueChanged and a
 # marker; what the listener saw before the marker is what the policy let through.
 listen() { # user -> the listener's verdict
