@@ -23,6 +23,11 @@ gattd's default agent about the peripheral's end. Phases (one per run):
   passkey   forget, connect, Pair with the passkey gattd published (read from `gattctl
             watch` while pairing, never a constant); --wrong types another passkey and
             expects the pairing to fail and `pin` to stay unreadable.
+  compare   forget, Pair by numeric comparison (KeyboardDisplay against gattd's
+            DisplayYesNo): the central's digits are compared with those `gattctl watch`
+            shows ("confirm ..."), and the board answers with `gattctl pairing confirm` or
+            `reject` (--answer confirm|reject|mismatch); only a confirmed pairing may
+            succeed, and only then may `pin` (secure-read) be read.
 """
 import argparse
 import json
@@ -121,6 +126,7 @@ class WatchedPasskey:
 
     def __init__(self, gattctl):
         self.digits = None
+        self.address = None
         self.waiting = []
         self.proc = subprocess.Popen([gattctl, 'watch'], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.ready = False
@@ -138,8 +144,9 @@ class WatchedPasskey:
         if not line:
             return False
         words = line.split()
-        if len(words) >= 2 and words[0] == 'passkey':
+        if len(words) >= 2 and words[0] in ('passkey', 'confirm'):
             self.digits = words[1]
+            self.address = dict(w.split('=', 1) for w in words[2:] if '=' in w).get('address')
             for callback in self.waiting:
                 callback(self.digits)
             self.waiting = []
@@ -154,6 +161,48 @@ class WatchedPasskey:
     def stop(self):
         self.proc.terminate()
         self.proc.wait(10)
+
+
+class ComparingAgent(CentralAgent):
+    """A central whose user compares the six digits it shows with those gattd published
+    (`gattctl watch`: "confirm 123456 address=..."), and the person at the board, who answers
+    with `gattctl pairing confirm|reject`. `answer`: confirm (both say yes), reject (the
+    central says yes, the board no), mismatch (the board showed other digits: both say no)."""
+
+    def __init__(self, bus, watch, gattctl, answer):
+        super().__init__(bus)
+        self.watch, self.gattctl, self.answer = watch, gattctl, answer
+        self.seen = None
+        self.finished = False
+
+    @dbus.service.method(AGENT, in_signature='ou', out_signature='', async_callbacks=('reply', 'error'))
+    def RequestConfirmation(self, device, passkey, reply, error):
+        self._note('RequestConfirmation')
+        mine = '%06d' % int(passkey)
+        if self.finished:
+            error(dbus.DBusException('asked again after the decision', name='org.bluez.Error.Rejected'))
+            return
+
+        def decide(digits):
+            shown = '%06d' % ((int(digits) + 1) % 1000000) if self.answer == 'mismatch' else digits
+            self.seen = (mine, digits)
+            same = shown == mine
+            step('central agent: the central shows %s, gattd published %s%s' % (
+                mine, digits, ' (altered to %s on purpose)' % shown if self.answer == 'mismatch' else ''))
+            if self.answer == 'confirm' and not same:
+                self.finished = True
+                error(dbus.DBusException('the digits differ', name='org.bluez.Error.Rejected'))
+                return
+            board = 'confirm' if self.answer == 'confirm' else 'reject'
+            out = subprocess.run([self.gattctl, 'pairing', board, self.watch.address], capture_output=True, text=True)
+            step('board: gattctl pairing %s %s -> %d %s%s' % (
+                board, self.watch.address, out.returncode, out.stdout.strip(), out.stderr.strip()))
+            self.finished = True
+            if same:
+                reply()
+            else:
+                error(dbus.DBusException('the digits differ', name='org.bluez.Error.Rejected'))
+        self.watch.when_known(decide)
 
 
 def register_agent(central, agent, capability):
@@ -419,9 +468,65 @@ def phase_passkey(central, args):
     central.disconnect(path)
 
 
+def phase_compare(central, args):
+    watch = WatchedPasskey(args.gattctl)
+    central.pump_until(lambda: watch.ready, 30, 'gattctl watch to subscribe')
+    agent = ComparingAgent(central.bus, watch, args.gattctl, args.answer)
+    register_agent(central, agent, 'KeyboardDisplay')
+    path = find(central, args, SERVICE_PK)
+    # Pair before connecting, as in phase_passkey: the central's own IO capability counts.
+    try:
+        pair(central, path)
+    except CheckFailed as e:
+        if args.answer == 'confirm':
+            raise
+        step('pairing failed as it must (%s): %s' % (args.answer, e))
+        if agent.seen is None:
+            raise CheckFailed('the pairing failed before any digits were compared (agent calls: %s)' % agent.calls)
+        if central.prop(path, 'org.bluez.Device1', 'Paired'):
+            raise CheckFailed('Paired is true after the pairing was rejected')
+        # Not paired: the secure-read value stays out of reach (a new pairing is refused too).
+        if not central.prop(path, 'org.bluez.Device1', 'Connected'):
+            central.connect(path)
+        found = chrcs(central, path, SERVICE_PK)
+        # The read makes the central pair again; nobody confirms on the board, so gattd
+        # rejects when confirmSeconds (20 s) are up (the scenario checks gattd's log for it).
+        # 5.66 then answers the read with ATT 0x0e; 5.82 leaves it unanswered: either way
+        # no value.
+        try:
+            value = bytes(central.call(found[chrc_uuid(2, SERVICE_PK)]['path'], 'org.bluez.GattCharacteristic1',
+                                       'ReadValue', dbus.Dictionary({}, signature='sv'), timeout=40))
+        except dbus.DBusException as e:
+            step('read secure-read without the SC link gave no value: %s: %s' % (e.get_dbus_name(), e.get_dbus_message()))
+        else:
+            raise CheckFailed('read secure-read without pairing returned %r' % value)
+        watch.stop()
+        print('DIGITS %s %s' % agent.seen, flush=True)
+        if central.prop(path, 'org.bluez.Device1', 'Connected'):
+            central.disconnect(path)
+        return
+    if args.answer != 'confirm':
+        raise CheckFailed('the pairing succeeded although it was rejected (%s)' % args.answer)
+    if agent.seen is None or agent.seen[0] != agent.seen[1]:
+        raise CheckFailed('paired without comparing the same digits: %s (agent calls: %s)' % (agent.seen, agent.calls))
+    if not central.prop(path, 'org.bluez.Device1', 'Connected'):
+        central.connect(path)
+    else:
+        central.pump_until(lambda: bool(central.prop(path, 'org.bluez.Device1', 'ServicesResolved')), 30,
+                           'services resolved')
+    pin = chrcs(central, path, SERVICE_PK)[chrc_uuid(2, SERVICE_PK)]['path']
+    value = central.read(pin)
+    if value != args.expect.encode():
+        raise CheckFailed('read pin = %r, expected %r' % (value, args.expect))
+    step('paired by numeric comparison (%s on both sides); read pin = %r (secure-read)' % (agent.seen[0], value.decode()))
+    watch.stop()
+    print('DIGITS %s %s' % agent.seen, flush=True)
+    central.disconnect(path)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('phase', choices=['pair', 'bonded', 'cached', 'stranger', 'refused', 'passkey'])
+    parser.add_argument('phase', choices=['pair', 'bonded', 'cached', 'stranger', 'refused', 'passkey', 'compare'])
     parser.add_argument('--new', type=int, default=0,
                         help='cached: how many characteristics the central must find that it had not cached')
     parser.add_argument('--handles', default='/tmp/central-handles.json',
@@ -433,10 +538,13 @@ def main():
     parser.add_argument('--write', default='written by the central')
     parser.add_argument('--notifications', type=int, default=5)
     parser.add_argument('--wrong', action='store_true')
+    parser.add_argument('--answer', choices=['confirm', 'reject', 'mismatch'], default='confirm',
+                        help='compare: what the people at the central and at the board answer')
     args = parser.parse_args()
     central = Central(args.adapter, timeout=30)
     phases = {'pair': phase_pair, 'bonded': phase_bonded, 'cached': phase_cached, 'stranger': phase_stranger,
-              'refused': phase_refused, 'passkey': phase_passkey}
+              'refused': phase_refused, 'passkey': phase_passkey,
+              'compare': phase_compare}
     run(lambda: (central.power_on(), phases[args.phase](central, args)))
 
 

@@ -25,6 +25,13 @@
 #   6. without pairing the central cannot read the encrypt-authenticated value;
 #   7. with a wrong passkey the pairing fails; with the passkey gattd published (read from
 #      `gattctl watch`, also given to the onPasskey program) it pairs and reads it.
+#   numeric-comparison (configs/security-nc.json):
+#   8. the central (KeyboardDisplay) pairs by numeric comparison: its digits are checked
+#      against those `gattctl watch` shows; the pairing fails when the board rejects and when
+#      the digits differ (the central rejects), and succeeds when both confirm (`gattctl
+#      pairing confirm`); the secure-read value is readable only then (a read before makes
+#      the central pair again, which nobody confirms: gattd rejects it after confirmSeconds);
+#      the onConfirm program got the same digits.
 # Environment (run-guest --env): GATTD_BIN, GATTCTL_BIN (default: next to GATTD_BIN).
 set -uo pipefail
 VM=${GATTD_VM_DIR:?}
@@ -251,6 +258,35 @@ grep -q "passkey for pairing: $key" "$OUT/gattd.log" || { echo "FAIL: gattd's lo
 grep -q " $key\$" /tmp/passkey-program.log || { echo "FAIL: the onPasskey program was not given $key"; cat /tmp/passkey-program.log; exit 1; }
 echo "onPasskey program saw: $(cat /tmp/passkey-program.log | tr '\n' ';')"
 echo "phase 7 done ($(elapsed) s)"
+stop_gattd
+
+echo "== 8. numeric comparison: rejected, digits that differ, confirmed"
+CONFIG=$VM/configs/security-nc.json
+STATE=/var/lib/gattd-security-nc
+mkdir -p "$STATE"
+rm -f /tmp/confirm-program.log
+start_gattd
+serving
+# The central forgets the board below (find), so the board forgets the central too.
+"$GATTCTL_BIN" bonds remove "$CENTRAL_ADDR" >/dev/null 2>&1
+for answer in reject mismatch confirm; do
+    echo "-- $answer"
+    central compare --answer "$answer" --expect sc-secret >"$OUT/compare-$answer.log" 2>&1; rc=$?
+    cat "$OUT/compare-$answer.log"
+    [ $rc = 0 ] || exit 1
+done
+digits=$(sed -n 's/^DIGITS //p' "$OUT/compare-confirm.log")
+mine=${digits% *} published=${digits#* }
+[[ "$mine" =~ ^[0-9]{6}$ && "$mine" = "$published" ]] || { echo "FAIL: the confirmed digits: '$mine' '$published'"; exit 1; }
+grep -q "confirm pairing: $mine" "$OUT/gattd.log" || { echo "FAIL: gattd's log has no line with digits $mine"; exit 1; }
+grep -q " $mine\$" /tmp/confirm-program.log || { echo "FAIL: the onConfirm program was not given $mine"; cat /tmp/confirm-program.log; exit 1; }
+grep -q 'pairing accepted (numeric comparison)' "$OUT/gattd.log" || { echo "FAIL: gattd logged no accepted numeric comparison"; exit 1; }
+# The reads without the SC link made the central pair again, and nobody confirmed: rejected on time.
+grep -q 'reason="nobody confirmed within 20 s (confirmSeconds)"' "$OUT/gattd.log" \
+    || { echo "FAIL: no pairing was rejected for want of a decision"; exit 1; }
+"$GATTCTL_BIN" bonds | grep -q "^$CENTRAL_ADDR .* bonded" || { echo "FAIL: no bond after the confirmed pairing"; "$GATTCTL_BIN" bonds; exit 1; }
+echo "onConfirm program saw: $(tr '\n' ';' </tmp/confirm-program.log)"
+echo "phase 8 done ($(elapsed) s)"
 stop_gattd
 grep -c 'SMP: Pairing Request' "$OUT/btmon.txt" | sed 's/^/btmon: SMP Pairing Requests: /'
 echo "gattd-security passed ($(elapsed) s)"
