@@ -14,7 +14,12 @@ WriteValue. Two modes:
   every datagram on either goes to all subscribers); later subscribers just count. The
   last unsubscribe closes the socket held, or calls StopNotify when none is held (a
   hang-up of any notify socket makes bluetoothd forget the one it holds, and it keeps
-  reading that one). One write socket per characteristic.
+  reading that one). One write socket per characteristic. Two knobs replay the 5.66
+  order inversion deterministically: a subscriber whose CCC write "raced" the first
+  answer calls AcquireNotify although a socket is held (`race`), and reads of a
+  characteristic's notify sockets can be paused and then resumed held socket first,
+  forgotten ones after (`pause_reads`, `resume_reads`), as 5.66's main loop happened
+  to order them.
 - "per-device" (5.76 and later, Debian 13's 5.82): one notify socket and one write socket
   per central; a central's unsubscribe closes its own socket. The adapter then has the
   Adapter1 properties 5.82 adds (Manufacturer, Version, Connectable).
@@ -79,6 +84,8 @@ class Acquired:
         self.pending_notify = set()  # keys whose AcquireNotify has not been answered yet
         self.lost = []            # shared notify sockets bluetoothd forgot but still reads
         self.counts = {}          # path -> subscribers counted (5.66's ntfy_cnt), shared mode
+        self.race = set()         # paths whose next subscribe acquires although a socket is held
+        self.paused = set()       # paths whose notify sockets are not read for now
 
     # Adapter1 properties of a release with one socket per central (5.82's set).
     PER_DEVICE_ADAPTER = {"Manufacturer": dbus.UInt16(0x05F1), "Version": dbus.Byte(0x0C),
@@ -144,7 +151,9 @@ class Acquired:
             if first:
                 fallback()
             return True
-        if key in self.notify:
+        raced = attr.path in self.race
+        self.race.discard(attr.path)
+        if key in self.notify and not raced:
             if self.mode == "shared":   # shared socket: later subscribers only count
                 self.counts[key[0]] = self.counts.get(key[0], 0) + 1
             return True
@@ -153,7 +162,8 @@ class Acquired:
             self.pending_notify.discard(key)
             fd, got_mtu = self._take(reply, "AcquireNotify", attr.path)
             sock = Socket(fd, attr.path, key[1], got_mtu, "notify")
-            sock.watch = GLib.io_add_watch(fd, GLib.IO_IN | GLib.IO_HUP | GLib.IO_ERR, self._readable, sock)
+            if attr.path not in self.paused:
+                self._watch_notify(sock)
             if self.mode == "shared":
                 old = self.notify.get(key)
                 if old is not None:     # 5.66: chrc->notify_io is overwritten, the old io kept
@@ -205,6 +215,42 @@ class Acquired:
             self.daemon.log("notify socket of %s closed (%s)" % (attr.path, "last subscriber left"
                             if self.mode == "shared" else "%s unsubscribed" % device))
             sock.close()
+
+    def _watch_notify(self, sock):
+        sock.watch = GLib.io_add_watch(sock.sock.fileno(), GLib.IO_IN | GLib.IO_HUP | GLib.IO_ERR,
+                                       self._readable, sock)
+
+    def pause_reads(self, path):
+        """Stops reading the notify sockets of `path`: what gattd writes stays queued."""
+        self.paused.add(str(path))
+        for sock in self.sockets(path):
+            if sock.kind == "notify" and sock.watch is not None:
+                GLib.source_remove(sock.watch)
+                sock.watch = None
+
+    def resume_reads(self, path):
+        """Reads what the notify sockets of `path` queued meanwhile, the held socket
+        first and the forgotten ones after, then watches them again."""
+        self.paused.discard(str(path))
+        held = [s for s in self.notify.values() if s.path == str(path)]
+        for sock in held + [s for s in self.lost if s.path == str(path)]:
+            open_ = True
+            while open_:
+                queued = self._queued(sock)
+                if queued is None:          # nothing queued, gattd's end still open
+                    break
+                open_ = self._readable(sock.sock.fileno(), GLib.IO_IN if queued else GLib.IO_HUP, sock)
+            if open_ and sock.watch is None:
+                self._watch_notify(sock)
+
+    @staticmethod
+    def _queued(sock):
+        try:
+            return bool(sock.sock.recv(READ_SIZE, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+        except BlockingIOError:
+            return None
+        except OSError:
+            return False
 
     def _readable(self, fd, condition, sock):
         if condition & GLib.IO_IN:

@@ -175,6 +175,22 @@ class ControlObject(dbus.service.Object):
         return dbus.ByteArray(bytes(self.d.central.subscribe(path, device) for device in devices))
 
     @dbus.service.method(IFACE, in_signature="oo", out_signature="y")
+    def SubscribeRacing(self, path, device):
+        """A CCC enable handled before the answer to an earlier AcquireNotify came: in
+        shared mode it calls AcquireNotify again although a socket is held (5.66)."""
+        self.d.acquired.race.add(str(path))
+        return self.d.central.subscribe(path, device)
+
+    @dbus.service.method(IFACE, in_signature="ob", out_signature="")
+    def PauseNotifyReads(self, path, paused):
+        """Stops (True) reading the notify sockets of `path`, or (False) reads what they
+        queued, the held socket first and forgotten ones after, and goes on reading."""
+        if paused:
+            self.d.acquired.pause_reads(str(path))
+        else:
+            self.d.acquired.resume_reads(str(path))
+
+    @dbus.service.method(IFACE, in_signature="oo", out_signature="y")
     def Unsubscribe(self, path, device):
         return self.d.central.unsubscribe(path, device)
 
