@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 
 /* struct sched_attr as of Linux 3.14 (SCHED_ATTR_SIZE_VER0, 48 bytes); glibc has no copy. */
 struct clinux_sched_attr {
@@ -40,5 +42,13 @@ static inline int clinux_sched_setattr(struct clinux_sched_attr *attr)
 {
     attr->size = (uint32_t)sizeof *attr;
     return (int)syscall(SYS_sched_setattr, 0, attr, 0U);
+}
+
+/* ioctl(2) SIOCOUTQ: bytes this socket sent that its peer has not read yet (for AF_UNIX,
+ * what the peer's queue still holds); 0 or -1 with errno. ioctl is variadic, so Swift
+ * cannot call it. */
+static inline int clinux_unread_by_peer(int fd, int *bytes)
+{
+    return ioctl(fd, SIOCOUTQ, bytes);
 }
 #endif

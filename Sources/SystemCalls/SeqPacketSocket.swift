@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 
+internal import CLinux
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -42,6 +44,17 @@ public enum SeqPacketSocket {
         case EPIPE, ECONNRESET, ENOTCONN: return .closed
         case let code: return .failed(SystemCallError(operation: "send", code: code))
         }
+    }
+
+    /// How many bytes sent on `descriptor` the peer has not read yet (`SIOCOUTQ`; kernel
+    /// accounting, so only zero or not is meaningful). Data queued for a peer stays
+    /// readable after this end closes, so it tells when closing loses nothing.
+    public static func unreadByPeer(_ descriptor: Int32) -> Result<Int, SystemCallError> {
+        var bytes: Int32 = 0
+        guard clinux_unread_by_peer(descriptor, &bytes) == 0 else {
+            return .failure(SystemCallError(operation: "ioctl(SIOCOUTQ)", code: errno))
+        }
+        return .success(Int(bytes))
     }
 
     /// What `receive` found.
