@@ -18,7 +18,9 @@ internal import SystemCalls
 ///   The options name a `device` either way (on 5.66 the first subscriber), so `model`
 ///   (from the adapter) says which. A notification is written to every socket the
 ///   characteristic has, and the characteristic is subscribed while it has one; on a
-///   shared socket a second `AcquireNotify` closes the first, which bluetoothd lost. A
+///   shared socket a second `AcquireNotify` closes the first, which bluetoothd lost, once
+///   bluetoothd has read what it holds (`Switch`): until then new values wait, or a later
+///   one could reach the centrals before an earlier one. A
 ///   value for chosen centrals goes to their sockets only, where `model` allows. From
 ///   5.80 bluetoothd writes a byte `0x01` back when a central confirms an indication.
 /// - Write: bluetoothd acquires a socket on a central's first write (one per central from
@@ -59,6 +61,33 @@ final class AcquiredSockets {
         }
     }
 
+    /// A shared socket bluetoothd lost (5.66) that still holds values it has not read. It
+    /// reads both sockets, in either order, so values for the new socket wait until the old
+    /// one is read empty (or `switchLimit` passes); then it is closed and they are sent.
+    final class Switch {
+        var old: [Socket]
+        /// Values sent meanwhile, in order (at most `heldLimit`).
+        var held: [[UInt8]] = []
+        var dropped = 0
+        var poll: LoopTimer?
+        var limit: LoopTimer?
+
+        init(old: [Socket]) { self.old = old }
+
+        func cancel() {
+            poll?.cancel()
+            limit?.cancel()
+            for socket in old { socket.close() }
+            old = []
+        }
+    }
+
+    /// How often a lost socket is checked for unread values, and for how long at most.
+    static let switchPoll = Duration.milliseconds(2)
+    static let switchLimit = Duration.milliseconds(200)
+    /// Values held for one characteristic during a switch; later ones are dropped, logged.
+    static let heldLimit = 64
+
     /// The ATT MTU bluetoothd's options leave out only when it knows none (the minimum).
     static let defaultMTU = 23
     /// Datagrams read from one socket per loop turn, so one busy central cannot starve the
@@ -72,6 +101,8 @@ final class AcquiredSockets {
     /// How this bluetoothd shares notify sockets, from its release (`NotifySocketModel`).
     var model: NotifySocketModel = .unknown
     private var writeSockets: [String: [Socket]] = [:]
+    /// Characteristics whose lost shared socket bluetoothd has not read empty yet, by id.
+    private var switching: [String: Switch] = [:]
     /// A central named by bluetoothd (the `device` option) subscribed through its own notify
     /// socket (`true`) or left (`false`): CoreBluetooth's per-central subscription.
     var onCentralSubscription: ((Attribute, String, Bool) -> Void)?
@@ -139,16 +170,77 @@ final class AcquiredSockets {
     /// A shared socket is acquired once per characteristic; a second `AcquireNotify` while
     /// one is open means bluetoothd lost the first (5.66 when two centrals subscribe at
     /// once: it keeps reading it, so every value would reach each central twice, and never
-    /// closes it, so the subscription would never end). The open ones are closed.
+    /// closes it, so the subscription would never end). The open ones are closed, those
+    /// still holding values bluetoothd has not read once it has (`Switch`).
     private func closeLost(_ attribute: Attribute) {
         guard let lost = notifySockets.removeValue(forKey: attribute.id) else { return }
+        var unread: [Socket] = []
         for socket in lost {
-            socket.close()
             logger.warning(
                 "bluetoothd acquired a second shared notify socket: closed the one it lost",
                 metadata: ["gatt.id": "\(attribute.id)", "device": "\(socket.device ?? "")"])
             if let device = socket.device { onCentralSubscription?(attribute, device, false) }
+            if Self.readEmpty(socket) {
+                socket.close()
+            } else {
+                socket.watch?.cancel()
+                socket.watch = nil
+                unread.append(socket)
+            }
         }
+        guard !unread.isEmpty else { return }
+        logger.info(
+            "values for the new notify socket wait until bluetoothd reads the one it lost",
+            metadata: ["gatt.id": "\(attribute.id)", "limit": "\(Self.switchLimit)"])
+        if let running = switching[attribute.id] {
+            running.old += unread
+            return
+        }
+        let change = Switch(old: unread)
+        switching[attribute.id] = change
+        change.poll = loop.timer(after: Self.switchPoll, repeating: Self.switchPoll) { [unowned self, weak change] in
+            guard let change else { return }
+            change.old.removeAll { socket in
+                guard Self.readEmpty(socket) else { return false }
+                socket.close()
+                return true
+            }
+            if change.old.isEmpty { self.finishSwitch(attribute, change, late: false) }
+        }
+        change.limit = loop.timer(after: Self.switchLimit) { [unowned self, weak change] in
+            guard let change else { return }
+            self.finishSwitch(attribute, change, late: true)
+        }
+    }
+
+    /// Whether bluetoothd has read everything gattd wrote to `socket` (or cannot any more).
+    private static func readEmpty(_ socket: Socket) -> Bool {
+        if case .success(let bytes) = SeqPacketSocket.unreadByPeer(socket.fd), bytes > 0 { return false }
+        return true
+    }
+
+    /// The lost socket is read empty (or `late`: the limit passed): it is closed and the
+    /// values held go to the sockets the characteristic has now.
+    private func finishSwitch(_ attribute: Attribute, _ change: Switch, late: Bool) {
+        guard switching[attribute.id] === change else { return }
+        switching[attribute.id] = nil
+        if late {
+            logger.warning(
+                "bluetoothd did not read the notify socket it lost in time: closed it unread",
+                metadata: ["gatt.id": "\(attribute.id)", "limit": "\(Self.switchLimit)"])
+        }
+        change.cancel()
+        if change.dropped > 0 {
+            logger.warning(
+                "notifications dropped while bluetoothd read the socket it lost",
+                metadata: ["gatt.id": "\(attribute.id)", "dropped": "\(change.dropped)"])
+        }
+        for value in change.held { _ = send(attribute, value: value) }
+    }
+
+    /// Ends a switch without sending what it holds (the subscription or the tree ended).
+    private func abandonSwitch(_ id: String) {
+        switching.removeValue(forKey: id)?.cancel()
     }
 
     /// A new socket on which bluetoothd sends the values centrals write to `attribute`.
@@ -189,6 +281,14 @@ final class AcquiredSockets {
     func send(_ attribute: Attribute, value: [UInt8]) -> Bool? {
         // The signal path pays one emptiness check, not a lookup, when no socket is open.
         guard !notifySockets.isEmpty, let sockets = notifySockets[attribute.id], !sockets.isEmpty else { return nil }
+        if !switching.isEmpty, let change = switching[attribute.id] {
+            guard change.held.count < Self.heldLimit else {
+                change.dropped += 1
+                return false
+            }
+            change.held.append(value)
+            return true
+        }
         var delivered = false
         for socket in sockets {
             let result = value.withUnsafeBytes { SeqPacketSocket.send(socket.fd, $0) }
@@ -284,7 +384,10 @@ final class AcquiredSockets {
             "unsubscribed",
             metadata: ["gatt.id": "\(attribute.id)", "path": "socket", "device": "\(socket.device ?? "")", "reason": "\(why)"])
         if let device = socket.device { onCentralSubscription?(attribute, device, false) }
-        if left == 0 { _ = service.setNotifying(attribute, false) }
+        if left == 0 {
+            abandonSwitch(attribute.id)
+            _ = service.setNotifying(attribute, false)
+        }
     }
 
     /// Takes `socket` out of `table` and closes it; how many sockets `attribute` has left,
@@ -302,6 +405,7 @@ final class AcquiredSockets {
     /// `attribute` stopped notifying for another reason (bluetoothd or the adapter went
     /// away): its sockets are closed.
     func subscriptionEnded(_ attribute: Attribute) {
+        abandonSwitch(attribute.id)
         guard let sockets = notifySockets.removeValue(forKey: attribute.id) else { return }
         for socket in sockets {
             socket.close()
@@ -359,7 +463,9 @@ final class AcquiredSockets {
     func closeAll() {
         for socket in notifySockets.values.joined() { socket.close() }
         for socket in writeSockets.values.joined() { socket.close() }
+        for change in switching.values { change.cancel() }
         notifySockets.removeAll()
         writeSockets.removeAll()
+        switching.removeAll()
     }
 }

@@ -42,14 +42,14 @@ private struct SocketSession {
     }
 
     /// `member` (AcquireNotify or AcquireWrite) from `caller` (bluetoothd by default): the
-    /// descriptor and MTU of the reply, or its error.
-    func acquire(_ uuid: String, _ member: String, mtu: UInt16 = 185, from caller: BusConnection? = nil) throws
-        -> Result<(Int32, UInt16), DBusError>
-    {
+    /// descriptor and MTU of the reply, or its error. Without `naming` the options leave the
+    /// device out, which makes a notify socket a shared one.
+    func acquire(
+        _ uuid: String, _ member: String, mtu: UInt16 = 185, from caller: BusConnection? = nil, naming: Bool = true
+    ) throws -> Result<(Int32, UInt16), DBusError> {
         let path = objectPath(try #require(tree.object(characteristic, uuid: uuid)).path)
-        let options: [(String, DBusValue)] = [
-            ("device", .objectPath(objectPath(device))), ("link", .string("LE")), ("mtu", .uint16(mtu)),
-        ]
+        var options: [(String, DBusValue)] = [("link", .string("LE")), ("mtu", .uint16(mtu))]
+        if naming { options.insert(("device", .objectPath(objectPath(device))), at: 0) }
         let reply = try #require(call(f, caller ?? bluez.connection, path, member, [.variantDictionary(options)]))
         switch reply {
         case .success(let message):
@@ -133,6 +133,44 @@ struct AcquiredSocketTests {
         close(first)
         s.f.settle(s.bluez.connection)
         #expect(stream.isNotifying, "one central is still subscribed")
+    }
+
+    @Test("a second shared socket gets values only once bluetoothd has read the one it lost")
+    func sharedSwitchKeepsOrder() throws {
+        let s = try SocketSession()
+        let stream = try #require(s.f.attribute("stream"))
+        let (lost, _) = try s.acquire(streamUUID, "AcquireNotify", naming: false).get()
+        defer { close(lost) }
+        s.f.service.set(stream, to: [1]) { _ in }
+        s.f.clock.advance(by: .milliseconds(50))
+        let (held, _) = try s.acquire(streamUUID, "AcquireNotify", naming: false).get()
+        defer { close(held) }
+        s.f.service.set(stream, to: [2]) { _ in }
+        s.f.clock.advance(by: .milliseconds(50))
+        var byte: UInt8 = 0
+        #expect(recv(held, &byte, 1, Int32(MSG_DONTWAIT)) == -1, "value 2 waits while value 1 is unread")
+        #expect(s.receive(lost) == [1])
+        #expect(s.receive(held) == [2])
+        #expect(s.f.run { recv(lost, &byte, 1, Int32(MSG_DONTWAIT)) == 0 }, "the lost socket is closed once read")
+        #expect(stream.isNotifying)
+    }
+
+    @Test("a lost shared socket bluetoothd never reads is closed after the limit; values go on")
+    func sharedSwitchLimit() throws {
+        let s = try SocketSession()
+        let stream = try #require(s.f.attribute("stream"))
+        let (lost, _) = try s.acquire(streamUUID, "AcquireNotify", naming: false).get()
+        defer { close(lost) }
+        s.f.service.set(stream, to: [1]) { _ in }
+        s.f.clock.advance(by: .milliseconds(50))
+        let (held, _) = try s.acquire(streamUUID, "AcquireNotify", naming: false).get()
+        defer { close(held) }
+        s.f.service.set(stream, to: [2]) { _ in }
+        s.f.clock.advance(by: .milliseconds(50))
+        #expect(s.receive(held) == [2])
+        var byte: UInt8 = 0
+        #expect(recv(lost, &byte, 1, Int32(MSG_DONTWAIT)) == 1, "what it held stays readable")
+        #expect(recv(lost, &byte, 1, Int32(MSG_DONTWAIT)) == 0)
     }
 
     @Test("AcquireWrite: datagrams are writes through the pipeline; one too long is dropped")

@@ -96,6 +96,26 @@ def test_two_centrals_subscribing_at_once_on_5_66_get_each_value_once(gattd, sta
     assert len(standin.call("Notifications", stream)) == 6
 
 
+def test_values_keep_their_order_across_the_5_66_socket_switch(gattd, standin, manager):
+    stream = path_of(standin, STREAM)
+    assert standin.call("Subscribe", stream, DEVICE) == 0
+    assert wait_sockets(standin, stream, 1) == 1
+    # bluetoothd is busy: value 1 waits unread in the first socket when the second
+    # AcquireNotify (a CCC write that raced the first answer) replaces it.
+    standin.call("PauseNotifyReads", stream, True)
+    manager.SetValue("stream", dbus.ByteArray(struct.pack("<I", 1)))
+    assert standin.call("SubscribeRacing", stream, DEVICE2) == 0
+    assert wait_sockets(standin, stream, 2) == 2
+    assert gattd.child.wait_for_line("wait until bluetoothd reads the one it lost", 10)
+    manager.SetValue("stream", dbus.ByteArray(struct.pack("<I", 2)))
+    # Its loop then reads the new socket before the forgotten one (5.66's order): value 2
+    # must not be there yet. gattd closes the old socket once it is read empty.
+    standin.call("PauseNotifyReads", stream, False)
+    values = standin.call("WaitForNotifications", stream, dbus.UInt32(2), WAIT_MS)
+    assert [struct.unpack("<I", bytes(v))[0] for v in values] == [1, 2]
+    assert wait_sockets(standin, stream, 1) == 1
+
+
 def test_per_device_sockets_are_not_taken_for_lost_ones(gattd, standin, manager):
     per_device(standin, gattd)
     stream = path_of(standin, STREAM)
