@@ -102,7 +102,9 @@ final class AcquiredSockets {
     var model: NotifySocketModel = .unknown
     private var writeSockets: [String: [Socket]] = [:]
     /// Characteristics whose lost shared socket bluetoothd has not read empty yet, by id.
-    private var switching: [String: Switch] = [:]
+    /// Read on every notification: unchecked, as only the loop thread touches it and no
+    /// access overlaps, so the hot path pays no runtime exclusivity check.
+    @exclusivity(unchecked) private var switching: [String: Switch] = [:]
     /// A central named by bluetoothd (the `device` option) subscribed through its own notify
     /// socket (`true`) or left (`false`): CoreBluetooth's per-central subscription.
     var onCentralSubscription: ((Attribute, String, Bool) -> Void)?
