@@ -133,7 +133,7 @@ public final class BlueZRegistrar {
             case .success:
                 self.registered(adapter: name)
             case .failure(let error):
-                if error.name == "org.bluez.Error.Failed", self.application.fallBackToChosenHandles(after: error) {
+                if error.name == BlueZError.failed, self.application.fallBackToChosenHandles(after: error) {
                     self.register()
                     return
                 }
