@@ -12,15 +12,16 @@ bond stay in Bumble's hands throughout:
    than MTU-3 (Prepare Write pieces + Execute Write) and read it back, subscribe to the
    counter and receive consecutive notifications, unsubscribe, disconnect; print
    "phase 1 done" and wait for a line on stdin (the scenario restarts gattd meanwhile);
-2. reconnect, encrypt with the bond's key (no new pairing), and read every readable
-   characteristic by the handle discovered in phase 1, without any discovery: each must
-   give that characteristic's own value.
+2. reconnect, wait for the peripheral's SMP Security Request, encrypt with the bond's key
+   (no new pairing), and read every readable characteristic by the handle discovered in
+   phase 1, without any discovery: each must give that characteristic's own value.
 
 Every wait has a timeout; a failed check ends the program with "FAIL: expected ..., got ...".
 """
 import argparse
 import asyncio
 import json
+import logging
 import subprocess
 import sys
 import time
@@ -112,10 +113,21 @@ class Central:
         step(f'scan: {advertisement.address} advertises {name!r} (RSSI {advertisement.rssi})')
 
     async def connect(self):
-        connection = await bounded(
-            self.device.connect(self.peer_address, transport=PhysicalTransport.LE,
-                                own_address_type=hci.OwnAddressType.PUBLIC, timeout=None),
-            30, f'a connection to {self.peer_address}')
+        security_requests = asyncio.Queue()
+
+        def on_connection(connection):
+            # Attached as the connection is made, so that no Security Request is missed.
+            connection.on('security_request', security_requests.put_nowait)
+
+        self.device.on('connection', on_connection)
+        try:
+            connection = await bounded(
+                self.device.connect(self.peer_address, transport=PhysicalTransport.LE,
+                                    own_address_type=hci.OwnAddressType.PUBLIC, timeout=None),
+                30, f'a connection to {self.peer_address}')
+        finally:
+            self.device.remove_listener('connection', on_connection)
+        connection.security_requests = security_requests
         disconnected = asyncio.get_running_loop().create_future()
         connection.on('disconnection', lambda reason: disconnected.done() or disconnected.set_result(reason))
         connection.disconnected = disconnected
@@ -213,6 +225,14 @@ class Central:
         connection = await self.connect()
         paired = []
         connection.on('pairing', lambda keys: paired.append(keys))
+        # As Android does, encrypt when the peripheral asks (SMP Security Request). bluetoothd
+        # asks as it attaches ATT to a bonded central's link; a central that encrypts before
+        # that (as Bumble's encrypt() right after connecting would) makes the kernel refuse
+        # bluetoothd's BT_SECURITY request as already met, and bluetoothd then drops ATT and
+        # the link (5.66 and 5.82 on Linux 6.1; docs/bluez-contract.md, "A bonded central
+        # that encrypts first").
+        await bounded(connection.security_requests.get(), 20, "the peripheral's Security Request")
+        step("the peripheral asked for security (SMP Security Request)")
         await bounded(connection.encrypt(), 20, 'encryption with the bonded key')
         if not connection.is_encrypted:
             raise CheckFailed('expected the link encrypted with the bond, got an unencrypted link')
@@ -295,7 +315,15 @@ async def main():
     parser.add_argument('--config', required=True, help="gattd's configuration")
     parser.add_argument('--gattctl', help='check the long write with gattctl get too')
     parser.add_argument('--long', type=int, default=400, help='bytes of the long write (> MTU-3)')
+    parser.add_argument('--debug-log', help="Bumble's own debug log (HCI, L2CAP, SMP, ATT) into this file")
     args = parser.parse_args()
+    if args.debug_log:
+        handler = logging.FileHandler(args.debug_log)
+        handler.setFormatter(logging.Formatter('%(relativeCreated)9.1f %(name)s %(message)s'))
+        bumble_logger = logging.getLogger('bumble')
+        bumble_logger.addHandler(handler)
+        bumble_logger.setLevel(logging.DEBUG)
+        bumble_logger.propagate = False
     with open(args.config) as f:
         config = json.load(f)
     central = Central(args, config)

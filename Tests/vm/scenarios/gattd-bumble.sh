@@ -8,8 +8,9 @@
 # configs/bumble.json on hci0 through the real bluetoothd. bumble_central.py: scan, connect,
 # MTU 247, just-works pairing with a bond, discovery, reads, a long write (Prepare/Execute
 # Write), notifications; then gattd restarts with the same definition and state, and Bumble
-# reconnects with its bond and reads by the handles it discovered before, without
-# rediscovery: each characteristic must give its own value.
+# reconnects, encrypts with its bond when gattd's bluetoothd asks (SMP Security Request;
+# docs/bluez-contract.md §11 says why not at once), and reads by the handles it discovered
+# before, without rediscovery: each characteristic must give its own value.
 # Environment (run-guest --env): GATTD_BIN, GATTCTL_BIN (default: next to GATTD_BIN),
 # BUMBLE_PYTHON (the venv's python; run-suite sets it from prepare-bumble --path).
 set -uo pipefail
@@ -51,7 +52,7 @@ echo "hci1 is down; Bumble takes it over the HCI user channel ($(elapsed) s)"
 fifo=$(mktemp -u /tmp/gattd-bumble-go.XXXXXX)
 mkfifo "$fifo"
 "$BUMBLE_PYTHON" -u "$VM/bumble_central.py" --transport hci-socket:1 --peer "$HCI0_ADDR" --config "$CONFIG" \
-    --gattctl "$GATTCTL_BIN" <"$fifo" >"$OUT/bumble.log" 2>&1 &
+    --gattctl "$GATTCTL_BIN" --debug-log "$OUT/bumble-debug.log" <"$fifo" >"$OUT/bumble.log" 2>&1 &
 bumble=$!
 pids+=("$bumble")
 exec 3>"$fifo"
