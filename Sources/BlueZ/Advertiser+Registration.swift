@@ -38,10 +38,14 @@ extension Advertiser {
 
     /// Registers every enabled advertisement that is not on air, first saying in plain
     /// words when the controller has fewer free instances than that.
+    /// Several events can ask at once (after a bluetoothd restart: the adapter, its advertising
+    /// manager and `Powered` come one after the other), so the slots are chosen again when the
+    /// answer comes: one that an earlier answer already registered is not registered twice.
     func registerAll() {
-        let wanted = slots.filter { $0.definition.enabled && ($0.state == .waitingForAdapter || isRefused($0.state)) }
-        guard !wanted.isEmpty else { return }
+        guard !slots.filter(isWanted).isEmpty else { return }
         readManager { [unowned self] instances in
+            let wanted = self.slots.filter(self.isWanted)
+            guard !wanted.isEmpty else { return }
             if wanted.count > instances.free {
                 let names = wanted.map(\.id).joined(separator: ", ")
                 let text =
@@ -54,6 +58,10 @@ extension Advertiser {
             }
             for slot in wanted { self.register(slot) }
         }
+    }
+
+    private func isWanted(_ slot: Slot) -> Bool {
+        slot.definition.enabled && (slot.state == .waitingForAdapter || isRefused(slot.state))
     }
 
     private func isRefused(_ state: Advertiser.State) -> Bool {

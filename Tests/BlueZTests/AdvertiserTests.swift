@@ -225,6 +225,30 @@ struct AdvertiserTests {
         #expect(f.run { f.advertiser.advertisingIDs == ["main", "beacon"] })
     }
 
+    @Test("two events asking at once (adapter found, manager added): each advertisement is registered once")
+    func concurrentTriggersRegisterOnce() throws {
+        let f = try BlueZFixture()
+        let bluez = try f.startBlueZ()
+        let adapter = try #require(bluez.adapters["hci0"])
+        adapter.advertisingManagerReady = false
+        f.start()
+        #expect(f.run { f.registrar.state == .registered(adapter: "hci0") })
+        f.settle(bluez.connection)
+        #expect(bluez.calls("RegisterAdvertisement").isEmpty)
+        // As after a bluetoothd restart (gattd-full's log): the adapter's arrival and the
+        // manager's InterfacesAdded both ask for the instance counts before either answer is in.
+        adapter.advertisingManagerReady = true
+        let added = BlueZSession.Event.interfacesAdded(
+            path: adapter.path, interfaces: ["org.bluez.LEAdvertisingManager1": [:]])
+        f.advertiser.handle(added)
+        f.advertiser.handle(added)
+        #expect(f.run { f.advertiser.advertisingIDs == ["main", "beacon"] })
+        f.settle(bluez.connection)
+        f.settle(bluez.connection)
+        #expect(registrations(bluez, mainPath) == 1)
+        #expect(registrations(bluez, beaconPath) == 1)
+    }
+
     @Test("an update goes out as one PropertiesChanged, with dropped properties invalidated")
     func updateEmitsPropertiesChanged() throws {
         let f = try BlueZFixture()
