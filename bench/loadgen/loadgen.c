@@ -891,12 +891,33 @@ static struct {
     long cap;
 } ntf;
 
-/* One notification carrying `value` (a 4-byte LE sequence number) arrived now. */
-static void ntf_record(const uint8_t *v, size_t size)
+/* The 4-byte LE sequence number a notification carries. */
+static uint32_t seq_of(const uint8_t *v, size_t size)
 {
     uint32_t seq = 0;
     for (size_t i = 0; i < size && i < 4; i++)
         seq |= (uint32_t)v[i] << (8 * i);
+    return seq;
+}
+
+/* One more sequence number received: the values skipped since the previous one are gaps,
+ * one not above it a reorder. */
+static void seq_track(uint32_t seq, uint32_t *prev, int *have_prev, long *gaps, long *reorders)
+{
+    if (*have_prev) {
+        if (seq > *prev + 1)
+            *gaps += seq - *prev - 1;
+        else if (seq <= *prev)
+            (*reorders)++;
+    }
+    *prev = seq;
+    *have_prev = 1;
+}
+
+/* One notification carrying `value` (a 4-byte LE sequence number) arrived now. */
+static void ntf_record(const uint8_t *v, size_t size)
+{
+    uint32_t seq = seq_of(v, size);
     uint64_t t = now_ns();
     if (!ntf.counting) {
         ntf.drained++;
@@ -908,14 +929,7 @@ static void ntf_record(const uint8_t *v, size_t size)
     if (ntf.count < ntf.cap)
         ntf.arrivals[ntf.count] = t;
     ntf.count++;
-    if (ntf.have_prev) {
-        if (seq > ntf.prev + 1)
-            ntf.gaps += seq - ntf.prev - 1;
-        else if (seq <= ntf.prev)
-            ntf.reorders++;
-    }
-    ntf.prev = seq;
-    ntf.have_prev = 1;
+    seq_track(seq, &ntf.prev, &ntf.have_prev, &ntf.gaps, &ntf.reorders);
 }
 
 static int on_signal(sd_bus_message *m, void *ud, sd_bus_error *e)
@@ -1005,8 +1019,6 @@ static void feed_send(void)
     feed.sent++;
 }
 
-/* " status=ok n=... rate=... gaps=..." and the contender's CPU for the notifications
- * counted since count0 (first at t0, last at t1). */
 /* " interval_p50_us=... interval_p99_us=..." of the arrivals recorded since count0. */
 static void print_intervals(long count0)
 {
@@ -1021,6 +1033,8 @@ static void print_intervals(long count0)
     free(gap_ns);
 }
 
+/* " status=ok n=... rate=... gaps=..." and the contender's CPU for the notifications
+ * counted since count0 (first at t0, last at t1). */
 static void print_ntf_stats(long count0, long gaps0, uint64_t t0, uint64_t t1, struct cpu_mark c0,
                             struct cpu_mark c1)
 {
@@ -1043,6 +1057,20 @@ static void print_fan_stats(long values, long delivered, long gaps, long reorder
            dt > 0 ? (double)delivered / dt : 0.0, values, gaps, reorders);
     print_intervals(count0);
     print_cpu(c0, c1, delivered);
+}
+
+/* The end of a notify phase: the line, when one is open (`line_open`), gets the feed's
+ * figures and ends. */
+static void end_notify_phase(int line_open)
+{
+    if (line_open) {
+        if (feed.id)
+            printf(" feed_sent=%ld feed_failed=%ld", feed.sent, feed.failed);
+        printf("\n");
+    }
+    ntf.active = 0;
+    free(ntf.arrivals);
+    fflush(stdout);
 }
 
 static void phase_notify(const char *mode, double secs, long max_count)
@@ -1098,12 +1126,7 @@ static void phase_notify(const char *mode, double secs, long max_count)
     while (!fatal_exit && now_ns() < quiet)
         pump(quiet);
     printf(" after_stop=%ld", ntf.drained);
-    if (feed.id)
-        printf(" feed_sent=%ld feed_failed=%ld", feed.sent, feed.failed);
-    printf("\n");
-    ntf.active = 0;
-    free(ntf.arrivals);
-    fflush(stdout);
+    end_notify_phase(1);
 }
 
 /* ---- AcquireNotify / AcquireWrite sockets --------------------------------- */
@@ -1198,6 +1221,18 @@ static void feed_start(void)
         feed_send();
 }
 
+/* The end of a notify socket phase, its sockets closed: when it counted (`counted`), the
+ * feed's last SetValue calls are answered before the next phase and the line ends. */
+static void finish_sock_phase(int counted)
+{
+    if (counted) {
+        uint64_t quiet = now_ns() + 5000000000ULL;
+        while (feed.outstanding > 0 && !fatal_exit && now_ns() < quiet)
+            pump(quiet);
+    }
+    end_notify_phase(counted);
+}
+
 /* AcquireNotify on the notifying characteristic, then datagrams counted for `secs` from
  * the first one exactly as `notify` counts signals; closing the socket unsubscribes. */
 static void phase_notifysock(const char *mode, double secs, long max_count)
@@ -1243,18 +1278,7 @@ static void phase_notifysock(const char *mode, double secs, long max_count)
     feed.active = 0;
     extra_fd = -1;
     close(fd); /* = unsubscribe */
-    if (ntf.count) {
-        /* the feed's last SetValue calls are answered before the next phase */
-        uint64_t quiet = now_ns() + 5000000000ULL;
-        while (feed.outstanding > 0 && !fatal_exit && now_ns() < quiet)
-            pump(quiet);
-        if (feed.id)
-            printf(" feed_sent=%ld feed_failed=%ld", feed.sent, feed.failed);
-        printf("\n");
-    }
-    ntf.active = 0;
-    free(ntf.arrivals);
-    fflush(stdout);
+    finish_sock_phase(ntf.count > 0);
 }
 
 /* notifysock with --centrals N: every central's datagrams, counted per central (gaps from
@@ -1276,18 +1300,8 @@ static void read_fan_datagrams(int i)
                 c->drained++;
                 continue;
             }
-            uint32_t seq = 0;
-            for (ssize_t k = 0; k < n && k < 4; k++)
-                seq |= (uint32_t)buf[k] << (8 * k);
             c->count++;
-            if (c->have_prev) {
-                if (seq > c->prev + 1)
-                    c->gaps += seq - c->prev - 1;
-                else if (seq <= c->prev)
-                    c->reorders++;
-            }
-            c->prev = seq;
-            c->have_prev = 1;
+            seq_track(seq_of(buf, (size_t)n), &c->prev, &c->have_prev, &c->gaps, &c->reorders);
             if (i == 0)
                 ntf_record(buf, (size_t)n);
             fan.delivered++;
@@ -1392,18 +1406,7 @@ static void phase_fanout_sock(const char *mode, double secs, long max_count)
         cen[i].fd = fan_fds[i] = -1;
     }
     fan_n = 0;
-    if (!failed) {
-        /* the feed's last SetValue calls are answered before the next phase */
-        uint64_t quiet = now_ns() + 5000000000ULL;
-        while (feed.outstanding > 0 && !fatal_exit && now_ns() < quiet)
-            pump(quiet);
-        if (feed.id)
-            printf(" feed_sent=%ld feed_failed=%ld", feed.sent, feed.failed);
-        printf("\n");
-    }
-    ntf.active = 0;
-    free(ntf.arrivals);
-    fflush(stdout);
+    finish_sock_phase(!failed);
 }
 
 static int sock_writable;
