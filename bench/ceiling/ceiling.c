@@ -18,9 +18,14 @@
  *   BENCH_NOTIFY=timer (default) one per 1 ms slot of a fixed grid,
  *   BENCH_NOTIFY=flood as fast as libdbus drains its queue (kept < 64 KiB).
  * - AcquireNotify answers one end of a SOCK_SEQPACKET pair and the MTU; while
- *   that socket is open each notification is one 4-byte datagram written to
- *   it instead of a signal (same grid), and its hang-up stops them: bluetoothd's
- *   socket path at its least cost, for measuring that path's floor.
+ *   such a socket is open each notification is one 4-byte datagram written to
+ *   it instead of a signal (same grid), and its hang-up ends it: bluetoothd's
+ *   socket path at its least cost, for measuring that path's floor. Every
+ *   AcquireNotify adds a socket (bluetoothd 5.69+ acquires one per central, the
+ *   `device` option naming it; up to MAX_SOCKETS), and each value is written to
+ *   each open socket: the fan-out at its least cost. The sockets are watched
+ *   through one epoll descriptor, so the wait per slot is one ppoll on two
+ *   descriptors whatever their number; notifications stop when the last hangs up.
  * - RegisterApplication on $BENCH_ADAPTER (default /org/bluez/hci0) is sent
  *   with send_with_reply; the loop keeps dispatching while it is pending.
  *   Registration failure exits with status 1.
@@ -59,6 +64,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -80,7 +86,10 @@ static int rw_len = 4;
 static int notifying;
 static int flood;
 static uint64_t next_slot_ns; /* CLOCK_MONOTONIC time of the next 1 ms slot */
-static int notify_sock = -1;  /* our end of the AcquireNotify socket, or -1 */
+#define MAX_SOCKETS 64
+static int notify_socks[MAX_SOCKETS]; /* our ends of the AcquireNotify sockets */
+static int n_socks;
+static int sock_epoll = -1; /* watches them for hang-ups */
 static uint32_t seq;
 static char *bluez_owner; /* unique name of org.bluez at startup */
 /* The reply to a ReadValue of the whole value, unsent: addressed to bluez_owner
@@ -272,9 +281,11 @@ static void notify_once(DBusConnection *conn)
 {
     static const char *iface = CHR_IFACE;
     unsigned char v[4] = {seq & 0xff, (seq >> 8) & 0xff, (seq >> 16) & 0xff, seq >> 24};
-    if (notify_sock >= 0) {
-        /* A full socket drops this value (latest wins), as a full bus queue would. */
-        (void)send(notify_sock, v, sizeof v, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n_socks > 0) {
+        /* A full socket drops this value (latest wins), as a full bus queue would; a
+         * closed one is dropped when epoll reports its hang-up. */
+        for (int i = 0; i < n_socks; i++)
+            (void)send(notify_socks[i], v, sizeof v, MSG_DONTWAIT | MSG_NOSIGNAL);
         seq++;
         return;
     }
@@ -299,15 +310,25 @@ static void set_notifying(int on)
     next_slot_ns = now_ns() + 1000000;
 }
 
-/* AcquireNotify: one end of a SOCK_SEQPACKET pair and the MTU (23 without a link). */
+/* AcquireNotify: one end of a SOCK_SEQPACKET pair and the MTU (23 without a link);
+ * one more socket for each call (one per central). */
 static DBusMessage *acquire_notify(DBusMessage *call)
 {
     int sv[2];
     dbus_uint16_t mtu = 23;
-    if (notify_sock >= 0)
-        return dbus_message_new_error(call, "org.bluez.Error.InProgress", NULL);
+    if (n_socks == MAX_SOCKETS)
+        return dbus_message_new_error(call, "org.bluez.Error.Failed", NULL);
+    if (sock_epoll < 0 && (sock_epoll = epoll_create1(EPOLL_CLOEXEC)) < 0)
+        return dbus_message_new_error(call, "org.bluez.Error.Failed", NULL);
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
         return dbus_message_new_error(call, "org.bluez.Error.Failed", NULL);
+    /* no events asked for: EPOLLHUP and EPOLLERR are always reported */
+    struct epoll_event ev = {.events = 0, .data.fd = sv[0]};
+    if (epoll_ctl(sock_epoll, EPOLL_CTL_ADD, sv[0], &ev) < 0) {
+        close(sv[0]);
+        close(sv[1]);
+        return dbus_message_new_error(call, "org.bluez.Error.Failed", NULL);
+    }
     DBusMessage *reply = dbus_message_new_method_return(call);
     if (!reply || !dbus_message_append_args(reply, DBUS_TYPE_UNIX_FD, &sv[1], DBUS_TYPE_UINT16, &mtu,
                                             DBUS_TYPE_INVALID)) {
@@ -318,9 +339,29 @@ static DBusMessage *acquire_notify(DBusMessage *call)
         return NULL;
     }
     close(sv[1]); /* the message holds its own duplicate */
-    notify_sock = sv[0];
-    set_notifying(1);
+    notify_socks[n_socks++] = sv[0];
+    if (n_socks == 1)
+        set_notifying(1);
     return reply;
+}
+
+/* The sockets epoll reports hung up are closed; notifications stop with the last. */
+static void close_hung_up(void)
+{
+    struct epoll_event evs[MAX_SOCKETS];
+    int n = epoll_wait(sock_epoll, evs, MAX_SOCKETS, 0);
+    for (int e = 0; e < n; e++) {
+        int fd = evs[e].data.fd;
+        for (int i = 0; i < n_socks; i++) {
+            if (notify_socks[i] != fd)
+                continue;
+            close(fd); /* leaves the epoll set with it */
+            notify_socks[i] = notify_socks[--n_socks];
+            break;
+        }
+    }
+    if (n_socks == 0)
+        set_notifying(0);
 }
 
 static DBusHandlerResult on_message(DBusConnection *conn, DBusMessage *msg, void *data)
@@ -475,19 +516,16 @@ int main(void)
         int flooding = flood && notifying && dbus_connection_get_outgoing_size(conn) < FLOOD_QUEUE_BYTES;
         struct pollfd pfd[2] = {
             {fd, POLLIN | (dbus_connection_has_messages_to_send(conn) ? POLLOUT : 0), 0},
-            {notify_sock, 0, 0}, /* POLLHUP (always reported): the last subscriber left */
+            {sock_epoll, POLLIN, 0}, /* readable: a notify socket hung up */
         };
         struct timespec wait = {0, 0};
         uint64_t now = now_ns();
         if (!flood && now < next_slot_ns)
             wait.tv_nsec = (long)(next_slot_ns - now);
-        if (ppoll(pfd, notify_sock >= 0 ? 2 : 1, flooding || !flood ? &wait : NULL, NULL) < 0)
+        if (ppoll(pfd, n_socks > 0 ? 2 : 1, flooding || !flood ? &wait : NULL, NULL) < 0)
             continue;
-        if (pfd[1].revents & (POLLHUP | POLLERR)) {
-            close(notify_sock);
-            notify_sock = -1;
-            set_notifying(0);
-        }
+        if (n_socks > 0 && pfd[1].revents)
+            close_hung_up();
         if (!flood && notifying && (now = now_ns()) >= next_slot_ns) {
             notify_once(conn);
             /* One slot on (a late wake-up does not shift the grid), but never closer

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
- * loadgen: plays bluetoothd plus one connected central on a (private) bus,
- * launches one contender GATT application and measures it.
+ * loadgen: plays bluetoothd plus one connected central (or N, --centrals) on a
+ * (private) bus, launches one contender GATT application and measures it.
  *
  *   loadgen [options] -- contender-argv...
  *
  * It owns org.bluez, exports /org/bluez/hci0 (Adapter1, GattManager1,
  * LEAdvertisingManager1) and /org/bluez (AgentManager1) under an
- * ObjectManager at /, answers RegisterApplication like bluetoothd (deferred
- * reply after GetManagedObjects on the caller's application path), then runs
+ * ObjectManager at / (Adapter1 with `Connectable` and `Manufacturer`: it reads as
+ * bluetoothd 5.79+, one AcquireNotify socket per central whose datagrams go to that
+ * central alone, docs/bluez-contract.md, "Sockets"), answers RegisterApplication like
+ * bluetoothd (deferred reply after GetManagedObjects on the caller's application
+ * path), then runs
  * the requested phases against the registered characteristics and prints one
  * line per phase on stdout:
  *
@@ -39,6 +42,15 @@
  *            (…def3, read + write-without-response), then --calls 4-byte
  *            datagrams on the returned socket, closed by ReadValue read-backs
  *            until the last value is returned (see phase_writesock)
+ *   With --centrals N (1-64): N connected centrals, each a Device1 object, and the
+ *            notify phases fan each value out to all of them: notifysock calls
+ *            AcquireNotify once per central with that central's `device` and reads
+ *            every socket (n = datagrams delivered to all centrals, values = what the
+ *            first got, gaps summed over the centrals, per_central_min/max); notify
+ *            calls StartNotify once per central, as bluetoothd does for each enabling
+ *            CCC write, and counts each signal N times (delivered=signals_x_centrals:
+ *            bluetoothd notifies every subscribed central of one signal). CPU is per
+ *            delivered notification.
  *   rss      VmHWM of the contender (and, with --smaps FILE, a copy of its
  *            /proc/<pid>/smaps for finding where the memory is)
  * Each measured phase reports cpu_s_per_10k: contender CPU over the phase
@@ -82,6 +94,7 @@
 #define WNR_UUID "12345678-1234-5678-1234-56789abcdef3" /* write-without-response (writesock) */
 #define DEVICE_PATH "/org/bluez/hci0/dev_00_11_22_33_44_55"
 #define CALL_TIMEOUT_US (10ULL * 1000000ULL)
+#define MAX_CENTRALS 64 /* --centrals */
 
 static sd_bus *bus;
 static const char *label = "contender";
@@ -106,6 +119,11 @@ static void pump(uint64_t deadline);
 static int extra_fd = -1;
 static short extra_events;
 static void (*extra_ready)(short revents);
+/* The centrals' notify sockets of a fan-out (notifysock with --centrals), polled too; the
+ * callback gets the central's index. */
+static int fan_n;
+static int fan_fds[MAX_CENTRALS];
+static void (*fan_ready)(int central);
 
 static uint64_t now_ns(void)
 {
@@ -339,15 +357,20 @@ static void pump(uint64_t deadline)
             ms = bms < 0 ? 0 : bms;
     }
     /* poll ignores a negative fd: extra_fd is -1 unless a socket phase runs */
-    struct pollfd p[3] = {{sd_bus_get_fd(bus), (short)sd_bus_get_events(bus), 0}, {notify_fd, POLLIN, 0},
-                          {extra_fd, extra_events, 0}};
-    r = poll(p, 3, (int)ms);
+    struct pollfd p[3 + MAX_CENTRALS] = {{sd_bus_get_fd(bus), (short)sd_bus_get_events(bus), 0}, {notify_fd, POLLIN, 0},
+                               {extra_fd, extra_events, 0}};
+    for (int i = 0; i < fan_n; i++)
+        p[3 + i] = (struct pollfd){fan_fds[i], POLLIN, 0};
+    r = poll(p, (nfds_t)(3 + fan_n), (int)ms);
     if (r == 0 && child > 0)
         check_child();
     if (notify_fd >= 0 && (p[1].revents & POLLIN))
         read_notify_socket();
     if (extra_fd >= 0 && p[2].revents)
         extra_ready(p[2].revents);
+    for (int i = 0; i < fan_n; i++)
+        if (fan_fds[i] >= 0 && p[3 + i].revents)
+            fan_ready(i);
 }
 
 static int run_until(int *done, double secs)
@@ -398,6 +421,15 @@ static int adapter_get(sd_bus *b, const char *path, const char *iface, const cha
         return sd_bus_message_append(reply, "y", 5);
     if (!strcmp(prop, "SupportedIncludes"))
         return sd_bus_message_append(reply, "as", 3, "tx-power", "appearance", "local-name");
+    /* 5.71+ (Manufacturer, Version) and 5.79+ (Connectable): a bluetoothd that gives each
+     * central its own AcquireNotify socket, its datagrams to that central alone (gattd
+     * reads the release from these names: docs/bluez-contract.md, "Sockets") */
+    if (!strcmp(prop, "Manufacturer"))
+        return sd_bus_message_append(reply, "q", (uint16_t)0x05f1);
+    if (!strcmp(prop, "Version"))
+        return sd_bus_message_append(reply, "y", (uint8_t)0x0d);
+    if (!strcmp(prop, "Connectable"))
+        return sd_bus_message_append(reply, "b", 1);
     return -ENOENT;
 }
 
@@ -547,6 +579,9 @@ static const sd_bus_vtable adapter_vtable[] = {
     SD_BUS_PROPERTY("UUIDs", "as", adapter_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
     SD_BUS_PROPERTY("Modalias", "s", adapter_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
     SD_BUS_PROPERTY("Roles", "as", adapter_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("Manufacturer", "q", adapter_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("Version", "y", adapter_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("Connectable", "b", adapter_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
     SD_BUS_METHOD("StartDiscovery", "", "", method_ok, 0),
     SD_BUS_METHOD("StopDiscovery", "", "", method_ok, 0),
     SD_BUS_METHOD("SetDiscoveryFilter", "a{sv}", "", method_ok, 0),
@@ -578,6 +613,79 @@ static const sd_bus_vtable agent_manager_vtable[] = {
     SD_BUS_VTABLE_END,
 };
 
+/* ---- the connected centrals (--centrals N) -------------------------------- */
+
+/* With --centrals N, N centrals are connected (one Device1 object each, exported before
+ * the contender starts, as bluetoothd has them for connected centrals) and the notify
+ * phases fan one value out to all of them: notifysock acquires one socket per central
+ * (AcquireNotify with that central's `device`, as bluetoothd 5.69+ does), notify calls
+ * StartNotify once per central (bluetoothd calls it for every enabling CCC write) and
+ * counts each signal N times, as bluetoothd then notifies each subscribed central.
+ * Without --centrals: one central, DEVICE_PATH, no Device1 object (as before). */
+static int ncentrals; /* 0: the single central of the default mode */
+static struct central {
+    char path[64], address[18];
+    int fd; /* its notify socket (notifysock), -1 when none */
+    long count, gaps, reorders, drained;
+    uint32_t prev;
+    int have_prev, closed;
+} cen[MAX_CENTRALS];
+
+static int device_get(sd_bus *b, const char *path, const char *iface, const char *prop, sd_bus_message *reply,
+                      void *ud, sd_bus_error *e)
+{
+    (void)b, (void)path, (void)iface, (void)e;
+    const struct central *c = ud;
+    if (!strcmp(prop, "Address"))
+        return sd_bus_message_append(reply, "s", c->address);
+    if (!strcmp(prop, "AddressType"))
+        return sd_bus_message_append(reply, "s", "public");
+    if (!strcmp(prop, "Alias"))
+        return sd_bus_message_append(reply, "s", c->address);
+    if (!strcmp(prop, "Adapter"))
+        return sd_bus_message_append(reply, "o", "/org/bluez/hci0");
+    if (!strcmp(prop, "Connected") || !strcmp(prop, "ServicesResolved"))
+        return sd_bus_message_append(reply, "b", 1);
+    if (!strcmp(prop, "Paired") || !strcmp(prop, "Bonded") || !strcmp(prop, "Trusted") ||
+        !strcmp(prop, "Blocked") || !strcmp(prop, "LegacyPairing"))
+        return sd_bus_message_append(reply, "b", 0);
+    if (!strcmp(prop, "UUIDs"))
+        return sd_bus_message_append(reply, "as", 0);
+    return -ENOENT;
+}
+
+static const sd_bus_vtable device_vtable[] = {
+    SD_BUS_VTABLE_START(0),
+    SD_BUS_PROPERTY("Address", "s", device_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("AddressType", "s", device_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("Alias", "s", device_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("Adapter", "o", device_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("Paired", "b", device_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("Bonded", "b", device_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("Trusted", "b", device_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("Blocked", "b", device_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("LegacyPairing", "b", device_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("Connected", "b", device_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("ServicesResolved", "b", device_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_PROPERTY("UUIDs", "as", device_get, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+    SD_BUS_VTABLE_END,
+};
+
+/* Central i: 00:11:22:33:44:55 + i (the first one is DEVICE_PATH's), and its Device1. */
+static void add_centrals(int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct central *c = &cen[i];
+        int last = 0x55 + i;
+        snprintf(c->address, sizeof c->address, "00:11:22:33:44:%02X", last);
+        snprintf(c->path, sizeof c->path, "/org/bluez/hci0/dev_00_11_22_33_44_%02X", last);
+        c->fd = -1;
+        int r = sd_bus_add_object_vtable(bus, NULL, c->path, "org.bluez.Device1", device_vtable, c);
+        if (r < 0)
+            die("Device1", r);
+    }
+}
+
 /* ---- RPC phases ----------------------------------------------------------- */
 
 enum call_kind { CALL_PING, CALL_READ, CALL_WRITE };
@@ -599,11 +707,13 @@ struct rpc {
     unsigned char expect[4];
 };
 
-static int append_options(sd_bus_message *m)
+static int append_device_options(sd_bus_message *m, const char *device)
 {
-    return sd_bus_message_append(m, "a{sv}", 3, "device", "o", DEVICE_PATH, "link", "s", "LE", "mtu", "q",
+    return sd_bus_message_append(m, "a{sv}", 3, "device", "o", device, "link", "s", "LE", "mtu", "q",
                                  (uint16_t)517);
 }
+
+static int append_options(sd_bus_message *m) { return append_device_options(m, DEVICE_PATH); }
 
 static sd_bus_message *new_call(enum call_kind kind, long idx)
 {
@@ -781,12 +891,33 @@ static struct {
     long cap;
 } ntf;
 
-/* One notification carrying `value` (a 4-byte LE sequence number) arrived now. */
-static void ntf_record(const uint8_t *v, size_t size)
+/* The 4-byte LE sequence number a notification carries. */
+static uint32_t seq_of(const uint8_t *v, size_t size)
 {
     uint32_t seq = 0;
     for (size_t i = 0; i < size && i < 4; i++)
         seq |= (uint32_t)v[i] << (8 * i);
+    return seq;
+}
+
+/* One more sequence number received: the values skipped since the previous one are gaps,
+ * one not above it a reorder. */
+static void seq_track(uint32_t seq, uint32_t *prev, int *have_prev, long *gaps, long *reorders)
+{
+    if (*have_prev) {
+        if (seq > *prev + 1)
+            *gaps += seq - *prev - 1;
+        else if (seq <= *prev)
+            (*reorders)++;
+    }
+    *prev = seq;
+    *have_prev = 1;
+}
+
+/* One notification carrying `value` (a 4-byte LE sequence number) arrived now. */
+static void ntf_record(const uint8_t *v, size_t size)
+{
+    uint32_t seq = seq_of(v, size);
     uint64_t t = now_ns();
     if (!ntf.counting) {
         ntf.drained++;
@@ -798,14 +929,7 @@ static void ntf_record(const uint8_t *v, size_t size)
     if (ntf.count < ntf.cap)
         ntf.arrivals[ntf.count] = t;
     ntf.count++;
-    if (ntf.have_prev) {
-        if (seq > ntf.prev + 1)
-            ntf.gaps += seq - ntf.prev - 1;
-        else if (seq <= ntf.prev)
-            ntf.reorders++;
-    }
-    ntf.prev = seq;
-    ntf.have_prev = 1;
+    seq_track(seq, &ntf.prev, &ntf.have_prev, &ntf.gaps, &ntf.reorders);
 }
 
 static int on_signal(sd_bus_message *m, void *ud, sd_bus_error *e)
@@ -895,6 +1019,20 @@ static void feed_send(void)
     feed.sent++;
 }
 
+/* " interval_p50_us=... interval_p99_us=..." of the arrivals recorded since count0. */
+static void print_intervals(long count0)
+{
+    /* inter-arrival intervals over the measured window */
+    long k = (ntf.count < ntf.cap ? ntf.count : ntf.cap) - count0;
+    uint64_t *gap_ns = calloc((size_t)(k > 1 ? k : 1), sizeof(uint64_t));
+    for (long i = 1; i < k; i++)
+        gap_ns[i - 1] = ntf.arrivals[count0 + i] - ntf.arrivals[count0 + i - 1];
+    qsort(gap_ns, (size_t)(k > 1 ? k - 1 : 0), sizeof(uint64_t), cmp_u64);
+    if (k > 2)
+        printf(" interval_p50_us=%.1f interval_p99_us=%.1f", pct_us(gap_ns, k - 1, 0.5), pct_us(gap_ns, k - 1, 0.99));
+    free(gap_ns);
+}
+
 /* " status=ok n=... rate=... gaps=..." and the contender's CPU for the notifications
  * counted since count0 (first at t0, last at t1). */
 static void print_ntf_stats(long count0, long gaps0, uint64_t t0, uint64_t t1, struct cpu_mark c0,
@@ -902,18 +1040,37 @@ static void print_ntf_stats(long count0, long gaps0, uint64_t t0, uint64_t t1, s
 {
     long n = ntf.count - count0;
     double dt = (double)(t1 - t0) / 1e9;
-    /* inter-arrival intervals over the measured window */
-    long k = (ntf.count < ntf.cap ? ntf.count : ntf.cap) - count0;
-    uint64_t *gap_ns = calloc((size_t)(k > 1 ? k : 1), sizeof(uint64_t));
-    for (long i = 1; i < k; i++)
-        gap_ns[i - 1] = ntf.arrivals[count0 + i] - ntf.arrivals[count0 + i - 1];
-    qsort(gap_ns, (size_t)(k > 1 ? k - 1 : 0), sizeof(uint64_t), cmp_u64);
     printf(" status=ok n=%ld secs=%.4f rate=%.0f gaps=%ld reorders=%ld", n, dt, dt > 0 ? (double)n / dt : 0.0,
            ntf.gaps - gaps0, ntf.reorders);
-    if (k > 2)
-        printf(" interval_p50_us=%.1f interval_p99_us=%.1f", pct_us(gap_ns, k - 1, 0.5), pct_us(gap_ns, k - 1, 0.99));
+    print_intervals(count0);
     print_cpu(c0, c1, n);
-    free(gap_ns);
+}
+
+/* A fan-out's figures (--centrals N): n is the notifications delivered to all centrals
+ * together, values what one central got (the first: its intervals are printed), gaps
+ * the values the centrals missed, summed; the CPU is per delivered notification. */
+static void print_fan_stats(long values, long delivered, long gaps, long reorders, long count0, uint64_t t0,
+                            uint64_t t1, struct cpu_mark c0, struct cpu_mark c1)
+{
+    double dt = (double)(t1 - t0) / 1e9;
+    printf(" status=ok n=%ld secs=%.4f rate=%.0f values=%ld gaps=%ld reorders=%ld", delivered, dt,
+           dt > 0 ? (double)delivered / dt : 0.0, values, gaps, reorders);
+    print_intervals(count0);
+    print_cpu(c0, c1, delivered);
+}
+
+/* The end of a notify phase: the line, when one is open (`line_open`), gets the feed's
+ * figures and ends. */
+static void end_notify_phase(int line_open)
+{
+    if (line_open) {
+        if (feed.id)
+            printf(" feed_sent=%ld feed_failed=%ld", feed.sent, feed.failed);
+        printf("\n");
+    }
+    ntf.active = 0;
+    free(ntf.arrivals);
+    fflush(stdout);
 }
 
 static void phase_notify(const char *mode, double secs, long max_count)
@@ -922,8 +1079,13 @@ static void phase_notify(const char *mode, double secs, long max_count)
     ntf.cap = 4000000;
     ntf.arrivals = calloc((size_t)ntf.cap, sizeof(uint64_t));
     ntf.active = ntf.counting = 1;
-    send_noreply("StartNotify");
+    /* bluetoothd calls StartNotify for every central that enables notifications, and
+     * StopNotify when the last one disables them */
+    for (int i = 0; i < (ncentrals ? ncentrals : 1); i++)
+        send_noreply("StartNotify");
     printf("BENCH contender=%s phase=notify mode=%s", label, mode);
+    if (ncentrals)
+        printf(" centrals=%d delivered=signals_x_centrals", ncentrals);
     if (feed.id) {
         feed.active = 1;
         feed.next = 1;
@@ -954,18 +1116,17 @@ static void phase_notify(const char *mode, double secs, long max_count)
     uint64_t t1 = ntf.last;
     struct cpu_mark c1 = cpu_now();
     send_noreply("StopNotify");
-    print_ntf_stats(count0, gaps0, t0, t1, c0, c1);
+    if (ncentrals) /* one signal: bluetoothd notifies each subscribed central */
+        print_fan_stats(ntf.count - count0, (ntf.count - count0) * ncentrals, (ntf.gaps - gaps0) * ncentrals,
+                        ntf.reorders * ncentrals, count0, t0, t1, c0, c1);
+    else
+        print_ntf_stats(count0, gaps0, t0, t1, c0, c1);
     /* drain what is still queued so the next phase starts clean */
     uint64_t quiet = now_ns() + 300000000ULL;
     while (!fatal_exit && now_ns() < quiet)
         pump(quiet);
     printf(" after_stop=%ld", ntf.drained);
-    if (feed.id)
-        printf(" feed_sent=%ld feed_failed=%ld", feed.sent, feed.failed);
-    printf("\n");
-    ntf.active = 0;
-    free(ntf.arrivals);
-    fflush(stdout);
+    end_notify_phase(1);
 }
 
 /* ---- AcquireNotify / AcquireWrite sockets --------------------------------- */
@@ -999,9 +1160,9 @@ static int on_acquire_reply(sd_bus_message *m, void *ud, sd_bus_error *e)
     return 0;
 }
 
-/* Calls `method` (AcquireNotify or AcquireWrite) on `path` with bluetoothd's options;
- * returns the socket, non-blocking, or -1 with acq.error set. */
-static int acquire(const char *path, const char *method)
+/* Calls `method` (AcquireNotify or AcquireWrite) on `path` with bluetoothd's options for
+ * central `device`; returns the socket, non-blocking, or -1 with acq.error set. */
+static int acquire_for(const char *path, const char *method, const char *device)
 {
     memset(&acq, 0, sizeof acq);
     acq.fd = -1;
@@ -1009,7 +1170,7 @@ static int acquire(const char *path, const char *method)
     int r = sd_bus_message_new_method_call(bus, &m, app_sender, path, CHR_IFACE, method);
     if (r < 0)
         die("new call", r);
-    if ((r = append_options(m)) < 0)
+    if ((r = append_device_options(m, device)) < 0)
         die("append", r);
     r = sd_bus_call_async(bus, NULL, m, on_acquire_reply, NULL, CALL_TIMEOUT_US);
     sd_bus_message_unref(m);
@@ -1023,6 +1184,8 @@ static int acquire(const char *path, const char *method)
         die("fcntl", errno);
     return acq.fd;
 }
+
+static int acquire(const char *path, const char *method) { return acquire_for(path, method, DEVICE_PATH); }
 
 static int sock_closed; /* the contender closed its end */
 
@@ -1056,6 +1219,18 @@ static void feed_start(void)
     feed.sent = feed.failed = 0;
     while (feed.outstanding < 16)
         feed_send();
+}
+
+/* The end of a notify socket phase, its sockets closed: when it counted (`counted`), the
+ * feed's last SetValue calls are answered before the next phase and the line ends. */
+static void finish_sock_phase(int counted)
+{
+    if (counted) {
+        uint64_t quiet = now_ns() + 5000000000ULL;
+        while (feed.outstanding > 0 && !fatal_exit && now_ns() < quiet)
+            pump(quiet);
+    }
+    end_notify_phase(counted);
 }
 
 /* AcquireNotify on the notifying characteristic, then datagrams counted for `secs` from
@@ -1103,18 +1278,135 @@ static void phase_notifysock(const char *mode, double secs, long max_count)
     feed.active = 0;
     extra_fd = -1;
     close(fd); /* = unsubscribe */
-    if (ntf.count) {
-        /* the feed's last SetValue calls are answered before the next phase */
-        uint64_t quiet = now_ns() + 5000000000ULL;
-        while (feed.outstanding > 0 && !fatal_exit && now_ns() < quiet)
-            pump(quiet);
-        if (feed.id)
-            printf(" feed_sent=%ld feed_failed=%ld", feed.sent, feed.failed);
-        printf("\n");
+    finish_sock_phase(ntf.count > 0);
+}
+
+/* notifysock with --centrals N: every central's datagrams, counted per central (gaps from
+ * each one's own sequence); the first central's also go through ntf_record, for the
+ * window and the intervals. */
+static struct {
+    long delivered, closed;
+    uint64_t last;
+} fan;
+
+static void read_fan_datagrams(int i)
+{
+    struct central *c = &cen[i];
+    uint8_t buf[1024];
+    for (;;) {
+        ssize_t n = recv(c->fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (n > 0) {
+            if (!ntf.counting) {
+                c->drained++;
+                continue;
+            }
+            c->count++;
+            seq_track(seq_of(buf, (size_t)n), &c->prev, &c->have_prev, &c->gaps, &c->reorders);
+            if (i == 0)
+                ntf_record(buf, (size_t)n);
+            fan.delivered++;
+            fan.last = now_ns();
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+            c->closed = 1; /* end of stream (or an error): stop polling it */
+            fan.closed++;
+            fan_fds[i] = -1;
+        }
+        return;
     }
-    ntf.active = 0;
-    free(ntf.arrivals);
-    fflush(stdout);
+}
+
+/* One AcquireNotify per central, each with its own `device` (the sockets of bluetoothd
+ * 5.69+), then every datagram on every socket counted for `secs` from the first one after
+ * the last socket was acquired; closing the sockets unsubscribes. */
+static void phase_fanout_sock(const char *mode, double secs, long max_count)
+{
+    printf("BENCH contender=%s phase=notifysock mode=%s centrals=%d", label, mode, ncentrals);
+    memset(&ntf, 0, sizeof ntf);
+    memset(&fan, 0, sizeof fan);
+    ntf.cap = 4000000;
+    ntf.arrivals = calloc((size_t)ntf.cap, sizeof(uint64_t));
+    ntf.active = 1; /* not counting: what arrives while the others subscribe is drained */
+    for (int i = 0; i < ncentrals; i++) {
+        struct central *c = &cen[i];
+        c->count = c->gaps = c->reorders = c->drained = 0;
+        c->have_prev = c->closed = 0;
+        c->fd = fan_fds[i] = -1;
+    }
+    fan_ready = read_fan_datagrams;
+    const char *failed = NULL;
+    for (int i = 0; i < ncentrals && !failed; i++) {
+        int fd = acquire_for(seq_path, "AcquireNotify", cen[i].path);
+        if (fd < 0) {
+            printf(" status=acquire-failed central=%d error=%s\n", i, acq.error);
+            failed = acq.error;
+            break;
+        }
+        cen[i].fd = fan_fds[i] = fd;
+        fan_n = i + 1;
+    }
+    long values0 = 0, gaps0 = 0, count0 = 0, delivered0 = 0, reorders0 = 0;
+    if (!failed) {
+        feed_start();
+        ntf.counting = 1;
+        uint64_t deadline = now_ns() + 5000000000ULL;
+        while (!fan.delivered && !fan.closed && !fatal_exit && now_ns() < deadline)
+            pump(deadline);
+        if (!fan.delivered) {
+            printf(" status=none closed_by_contender=%ld\n", fan.closed);
+            failed = "none";
+        }
+    }
+    if (!failed) {
+        struct cpu_mark c0 = cpu_now();
+        long mark[MAX_CENTRALS], gmark[MAX_CENTRALS];
+        for (int i = 0; i < ncentrals; i++) {
+            mark[i] = cen[i].count;
+            gmark[i] = cen[i].gaps;
+            reorders0 += cen[i].reorders;
+            cen[i].drained = 0; /* from here: what is left unread when the window closes */
+        }
+        count0 = ntf.count;
+        delivered0 = fan.delivered;
+        values0 = cen[0].count;
+        uint64_t t0 = fan.last, deadline = t0 + (uint64_t)(secs * 1e9);
+        while (!fan.closed && !fatal_exit && now_ns() < deadline && fan.delivered - delivered0 < max_count)
+            pump(deadline);
+        ntf.counting = 0;
+        feed.active = 0;
+        uint64_t t1 = fan.last;
+        struct cpu_mark c1 = cpu_now();
+        long lo = -1, hi = 0, reorders = -reorders0;
+        for (int i = 0; i < ncentrals; i++) {
+            long got = cen[i].count - mark[i];
+            lo = lo < 0 || got < lo ? got : lo;
+            hi = got > hi ? got : hi;
+            gaps0 += cen[i].gaps - gmark[i];
+            reorders += cen[i].reorders;
+        }
+        print_fan_stats(cen[0].count - values0, fan.delivered - delivered0, gaps0, reorders, count0, t0, t1, c0,
+                        c1);
+        /* what was sent but not yet read when the window closed */
+        long unread = 0;
+        for (int i = 0; i < ncentrals; i++) {
+            if (fan_fds[i] >= 0)
+                read_fan_datagrams(i);
+            unread += cen[i].drained;
+        }
+        printf(" per_central_min=%ld per_central_max=%ld unread=%ld mtu=%u closed_by_contender=%ld", lo, hi,
+               unread, acq.mtu, fan.closed);
+    }
+    feed.active = 0;
+    for (int i = 0; i < ncentrals; i++) {
+        if (cen[i].fd >= 0)
+            close(cen[i].fd); /* = unsubscribe */
+        cen[i].fd = fan_fds[i] = -1;
+    }
+    fan_n = 0;
+    finish_sock_phase(!failed);
 }
 
 static int sock_writable;
@@ -1326,7 +1618,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: loadgen [--address A] [--label L] [--calls N] [--phases p1,p2,...]\n"
                     "               [--notify-mode timer|flood] [--notify-secs S] [--smaps FILE] [--feed ID]\n"
-                    "               [--handler PROG]\n"
+                    "               [--handler PROG] [--centrals N (1-64)]\n"
                     "               -- contender argv...\n");
     exit(2);
 }
@@ -1346,10 +1638,11 @@ int main(int argc, char **argv)
         {"notify-mode", required_argument, 0, 'm'}, {"notify-secs", required_argument, 0, 's'},
         {"register-timeout", required_argument, 0, 't'}, {"smaps", required_argument, 0, 'S'},
         {"feed", required_argument, 0, 'F'},       {"handler", required_argument, 0, 'H'},
+        {"centrals", required_argument, 0, 'C'},
         {0, 0, 0, 0},
     };
     int c;
-    while ((c = getopt_long(argc, argv, "+a:l:n:p:m:s:t:S:F:H:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+a:l:n:p:m:s:t:S:F:H:C:", opts, NULL)) != -1) {
         switch (c) {
         case 'a': address = optarg; break;
         case 'l': label = optarg; break;
@@ -1361,10 +1654,11 @@ int main(int argc, char **argv)
         case 'S': smaps_out = optarg; break;
         case 'F': feed.id = optarg; break;
         case 'H': handler_prog = optarg; break;
+        case 'C': ncentrals = atoi(optarg); break;
         default: usage();
         }
     }
-    if (!address || optind >= argc || calls < 1)
+    if (!address || optind >= argc || calls < 1 || ncentrals < 0 || ncentrals > MAX_CENTRALS)
         usage();
     signal(SIGPIPE, SIG_IGN);
 
@@ -1395,6 +1689,7 @@ int main(int argc, char **argv)
     sd_bus_add_object_vtable(bus, NULL, "/org/bluez/hci0", "org.bluez.GattManager1", gatt_manager_vtable, NULL);
     sd_bus_add_object_vtable(bus, NULL, "/org/bluez/hci0", "org.bluez.LEAdvertisingManager1",
                              adv_manager_vtable, NULL);
+    add_centrals(ncentrals);
 
     int launched = 0;
     char *list = strdup(phases);
@@ -1460,6 +1755,8 @@ int main(int argc, char **argv)
         else if (!strcmp(ph, "notifysock")) {
             if (!seq_path[0])
                 printf("BENCH contender=%s phase=notifysock status=no-seq-characteristic\n", label);
+            else if (ncentrals)
+                phase_fanout_sock(mode, notify_secs, calls * 100);
             else
                 phase_notifysock(mode, notify_secs, calls * 100);
         }
