@@ -210,8 +210,9 @@ struct AdvertiserTests {
         #expect(second.calls("RegisterAdvertisement").count == 2)
     }
 
-    @Test("an adapter without LEAdvertisingManager1 yet: registered once the interface is added")
-    func managerAppearsLate() throws {
+    /// gattd started on an adapter whose LEAdvertisingManager1 is not there yet: the
+    /// application is registered, no advertisement is.
+    private func startWithoutManager() throws -> (BlueZFixture, FakeBlueZ, FakeAdapter) {
         let f = try BlueZFixture()
         let bluez = try f.startBlueZ()
         let adapter = try #require(bluez.adapters["hci0"])
@@ -220,6 +221,12 @@ struct AdvertiserTests {
         #expect(f.run { f.registrar.state == .registered(adapter: "hci0") })
         f.settle(bluez.connection)
         #expect(bluez.calls("RegisterAdvertisement").isEmpty)
+        return (f, bluez, adapter)
+    }
+
+    @Test("an adapter without LEAdvertisingManager1 yet: registered once the interface is added")
+    func managerAppearsLate() throws {
+        let (f, bluez, _) = try startWithoutManager()
         #expect(!f.advertiser.isSettled)
         try bluez.announceAdvertisingManager()
         #expect(f.run { f.advertiser.advertisingIDs == ["main", "beacon"] })
@@ -227,14 +234,7 @@ struct AdvertiserTests {
 
     @Test("two events asking at once (adapter found, manager added): each advertisement is registered once")
     func concurrentTriggersRegisterOnce() throws {
-        let f = try BlueZFixture()
-        let bluez = try f.startBlueZ()
-        let adapter = try #require(bluez.adapters["hci0"])
-        adapter.advertisingManagerReady = false
-        f.start()
-        #expect(f.run { f.registrar.state == .registered(adapter: "hci0") })
-        f.settle(bluez.connection)
-        #expect(bluez.calls("RegisterAdvertisement").isEmpty)
+        let (f, bluez, adapter) = try startWithoutManager()
         // As after a bluetoothd restart (gattd-full's log): the adapter's arrival and the
         // manager's InterfacesAdded both ask for the instance counts before either answer is in.
         adapter.advertisingManagerReady = true
