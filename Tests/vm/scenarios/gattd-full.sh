@@ -136,6 +136,10 @@ pids+=($!)
 echo "bluetoothd started again: ${bt_argv[*]}"
 gattd_serving 3 "again after bluetoothd's restart"
 central gattd-again
+# The adapter's arrival, its advertising manager and Powered each ask gattd to register; the
+# advertisement must go to the new bluetoothd once (it went twice, the second answered AlreadyExists).
+again=$(sed -n '/org.bluez left the bus/,$p' "$OUT/gattd.log" | grep -c 'advertisement registered')
+[ "$again" = 1 ] || { echo "FAIL: expected one 'advertisement registered' after bluetoothd's restart, got $again"; exit 1; }
 echo "phase 3 done ($(elapsed) s)"
 
 echo "== 4. hci0 powered off and on: advertising resumes"
