@@ -60,9 +60,15 @@ def test_heart_rate_example_notifies_at_its_rate_only_while_subscribed(start_gat
     values = notifications(standin, path)[:4]
     # The first tick (at StartNotify) gives 60, the defined value, so the first change is 61.
     assert values == [bytes([0, 61]), bytes([0, 62]), bytes([0, 63]), bytes([0, 64])]
-    gaps = [b - a for a, b in zip(times_s(standin, path), times_s(standin, path)[1:4])]
+    times = times_s(standin, path)[:4]
+    gaps = [b - a for a, b in zip(times, times[1:])]
     print("heart-rate gaps (s):", ["%.3f" % gap for gap in gaps])
-    assert all(0.9 <= gap <= 1.1 for gap in gaps), gaps
+    # The times are when the stand-in (a Python process) took each signal in, so a loaded
+    # machine delays one and shortens the next gap (seen: 1.229, 0.770, 1.000 under ASan
+    # with guests running) while gattd's timer keeps its 1 s grid. So: no tick lost or
+    # doubled (each gap well inside 0.5..1.5 s), and the rate over three periods within 10%.
+    assert all(0.5 < gap < 1.5 for gap in gaps), gaps
+    assert 2.7 <= times[3] - times[0] <= 3.3, gaps
     standin.call("Unsubscribe", path, DEVICE)
     # A tick may have been on its way when StopNotify left; after that, silence.
     seen = len(standin.call("Notifications", path))
