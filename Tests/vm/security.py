@@ -39,7 +39,7 @@ import dbus
 import dbus.service
 from gi.repository import GLib
 
-from bluezcentral import CheckFailed, Central, full_uuid, run, step
+from bluezcentral import CheckFailed, Central, bound, full_uuid, run, step
 
 AGENT_PATH = '/org/gattd/test/central_agent'
 AGENT = 'org.bluez.Agent1'
@@ -160,7 +160,7 @@ class WatchedPasskey:
 
     def stop(self):
         self.proc.terminate()
-        self.proc.wait(10)
+        self.proc.wait(bound(10))
 
 
 class ComparingAgent(CentralAgent):
