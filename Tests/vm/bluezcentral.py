@@ -134,14 +134,18 @@ class Central:
         finally:
             GLib.source_remove(source)
 
-    def call(self, path, interface, method, *args, timeout=None, what=None, signature=None):
+    def call(self, path, interface, method, *args, timeout=None, what=None, signature=None, scaled=True):
         """Calls a BlueZ method asynchronously; returns its reply, raises dbus exceptions."""
         return self.together([self.send(path, interface, method, *args, timeout=timeout, what=what,
-                                        signature=signature)])[0]
+                                        signature=signature, scaled=scaled)])[0]
 
-    def send(self, path, interface, method, *args, timeout=None, what=None, signature=None):
-        """Sends a BlueZ method call without waiting; `together` waits for its reply."""
-        timeout = bound(timeout or self.timeout)
+    def send(self, path, interface, method, *args, timeout=None, what=None, signature=None, scaled=True):
+        """Sends a BlueZ method call without waiting; `together` waits for its reply. The
+        timeout is SLOW times as long unless scaled is False (a call whose expected outcome
+        is no answer at all)."""
+        timeout = timeout or self.timeout
+        if scaled:
+            timeout = bound(timeout)
         result = {'timeout': timeout, 'what': what or '%s.%s' % (interface, method)}
         obj = self.bus.get_object(BLUEZ, path, introspect=False)
         getattr(dbus.Interface(obj, interface), method)(
@@ -275,8 +279,9 @@ class Central:
             raise CheckFailed('service %s lacks %s: has %s' % (service, ', '.join(missing), sorted(chrcs)))
         return {name: chrcs[full_uuid(uuid)]['path'] for name, uuid in uuids.items()}
 
-    def read(self, path, interface=CHRC):
-        return bytes(self.call(path, interface, 'ReadValue', dbus.Dictionary({}, signature='sv')))
+    def read(self, path, interface=CHRC, timeout=None, scaled=True):
+        return bytes(self.call(path, interface, 'ReadValue', dbus.Dictionary({}, signature='sv'),
+                               timeout=timeout, scaled=scaled))
 
     def write(self, path, value, interface=CHRC, write_type=None):
         options = dbus.Dictionary({}, signature='sv')
