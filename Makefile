@@ -216,8 +216,8 @@ check-lintian-arm64: release-arm64 release man
 # The arm64 build tested: its unit tests and the stand-in and integration suites under
 # qemu-user, its package checked (check-deb, lintian) and installed in a Debian 12 arm64 root.
 # The cross builds (release and tests) use -warnings-as-errors: a change sid's 6.2.3 refuses
-# fails here. test-vm-arm64 (the guest) is not in it yet: under qemu-user inside TCG, gattctl
-# missed gattd-full's 30 s bound on a loaded machine (Tests/vm/README.md, "arm64").
+# fails here. test-vm-arm64 (the guest) is not in it: its four runs take about 23 minutes
+# on a quiet machine (Tests/vm/README.md, "arm64").
 # In `make test`: the arm64 release build (sid's 6.2.3, warnings as errors, so a change that
 # one compiler refuses fails), its package checks and its installation. The suites under
 # qemu-user (about 10 minutes more) run in `make test-arm64`, outside `make test`'s 30 minutes.
@@ -256,6 +256,10 @@ test-arm64-install: deb-arm64
 
 # The arm64 gattd and gattctl in the amd64 guest under qemu-user (the guest sees the wrappers,
 # qemu-aarch64-static and the sysroot through its 9p root) against bluetoothd 5.66 and 5.82.
+# The wrappers say they are emulated, so run-suite makes every bound 5 times as long (--slow 5;
+# a gattctl call takes 5-7 s there, 0.4 s natively). On a quiet machine gattd-full took
+# 114-116 s a version and gattd-security 9-10 minutes, the four about 23 minutes; at
+# load 4-6, 3.6-3.9 and 12-13 minutes (Tests/vm/README.md, "arm64").
 test-vm-arm64: arm64-wrappers vm-prepare
 	Tests/vm/run-suite --gattd $(ARM64_QEMU_DIR)/gattd gattd-full gattd-security
 

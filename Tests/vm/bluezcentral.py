@@ -5,8 +5,15 @@ Every operation is bounded by a timeout and pumps the GLib main loop while it wa
 signals (discovery, PropertiesChanged for notifications) are seen as they happen. A failed
 check raises CheckFailed with a message meant for a person; `step` prints one line per
 successful step.
+
+Bounds are SLOW times as long as given (GATTD_VM_SLOW, set by `run-suite --slow`: 1 natively,
+more when gattd and gattctl run emulated; scenarios/lib.sh reads the same): every wait of a
+Central (pump_until, method calls), and `bound(seconds)` for the plans' other waits (a
+gattctl that must finish). Durations a check needs to see pass (a value that stays, a scan
+slice) are not bounds and stay as given.
 """
 import argparse
+import os
 import sys
 import time
 
@@ -27,6 +34,14 @@ BASE_UUID_TAIL = '-0000-1000-8000-00805f9b34fb'
 
 class CheckFailed(Exception):
     """A check did not hold; the message says what was expected and what was seen."""
+
+
+SLOW = int(os.environ.get('GATTD_VM_SLOW') or 1)
+
+
+def bound(seconds):
+    """A bound on waiting for gattd or gattctl: `seconds` natively, SLOW times as long."""
+    return seconds * SLOW
 
 
 def full_uuid(uuid):
@@ -90,7 +105,7 @@ class Central:
     def __init__(self, adapter='hci1', timeout=30.0):
         dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
         self.bus = dbus.SystemBus()
-        self.timeout = timeout
+        self.timeout = timeout   # as given: pump_until and send make it SLOW times as long
         self.adapter_path = '/org/bluez/' + adapter
         self.adapter_name = adapter
         self.notifications = {}   # characteristic path -> list of bytes
@@ -98,8 +113,11 @@ class Central:
                                      BLUEZ, path_keyword='path')
 
     # --- plumbing -------------------------------------------------------------------------
-    def pump_until(self, predicate, timeout, what):
-        """Runs the main loop until predicate() is true; CheckFailed after timeout seconds."""
+    def pump_until(self, predicate, timeout, what, scaled=True):
+        """Runs the main loop until predicate() is true; CheckFailed after timeout seconds
+        (times SLOW unless scaled is False)."""
+        if scaled:
+            timeout = bound(timeout)
         ctx = GLib.MainContext.default()
         deadline = time.monotonic() + timeout
         fired = []
@@ -116,14 +134,18 @@ class Central:
         finally:
             GLib.source_remove(source)
 
-    def call(self, path, interface, method, *args, timeout=None, what=None, signature=None):
+    def call(self, path, interface, method, *args, timeout=None, what=None, signature=None, scaled=True):
         """Calls a BlueZ method asynchronously; returns its reply, raises dbus exceptions."""
         return self.together([self.send(path, interface, method, *args, timeout=timeout, what=what,
-                                        signature=signature)])[0]
+                                        signature=signature, scaled=scaled)])[0]
 
-    def send(self, path, interface, method, *args, timeout=None, what=None, signature=None):
-        """Sends a BlueZ method call without waiting; `together` waits for its reply."""
+    def send(self, path, interface, method, *args, timeout=None, what=None, signature=None, scaled=True):
+        """Sends a BlueZ method call without waiting; `together` waits for its reply. The
+        timeout is SLOW times as long unless scaled is False (a call whose expected outcome
+        is no answer at all)."""
         timeout = timeout or self.timeout
+        if scaled:
+            timeout = bound(timeout)
         result = {'timeout': timeout, 'what': what or '%s.%s' % (interface, method)}
         obj = self.bus.get_object(BLUEZ, path, introspect=False)
         getattr(dbus.Interface(obj, interface), method)(
@@ -136,7 +158,7 @@ class Central:
         """Waits for the replies of calls `send` sent (all under way at once: two centrals'
         requests meet at the peripheral); returns them in order, raises the first error."""
         self.pump_until(lambda: all('ok' in r or 'err' in r for r in sent),
-                        max(r['timeout'] for r in sent) + 2, ', '.join(r['what'] for r in sent))
+                        max(r['timeout'] for r in sent) + 2, ', '.join(r['what'] for r in sent), scaled=False)
         replies = []
         for r in sent:
             if 'err' in r:
@@ -190,13 +212,14 @@ class Central:
                     return True
             return False
 
+        timeout = bound(timeout)
         deadline = time.monotonic() + timeout
         try:
             while not found:
                 self.call(self.adapter_path, ADAPTER, 'StartDiscovery')
                 try:
                     self.pump_until(scan_found, min(3.0, max(0.1, deadline - time.monotonic())),
-                                    what)
+                                    what, scaled=False)
                 except CheckFailed:
                     if time.monotonic() >= deadline:
                         raise CheckFailed('timed out after %.0f s: %s not found by scanning'
@@ -256,8 +279,9 @@ class Central:
             raise CheckFailed('service %s lacks %s: has %s' % (service, ', '.join(missing), sorted(chrcs)))
         return {name: chrcs[full_uuid(uuid)]['path'] for name, uuid in uuids.items()}
 
-    def read(self, path, interface=CHRC):
-        return bytes(self.call(path, interface, 'ReadValue', dbus.Dictionary({}, signature='sv')))
+    def read(self, path, interface=CHRC, timeout=None, scaled=True):
+        return bytes(self.call(path, interface, 'ReadValue', dbus.Dictionary({}, signature='sv'),
+                               timeout=timeout, scaled=scaled))
 
     def write(self, path, value, interface=CHRC, write_type=None):
         options = dbus.Dictionary({}, signature='sv')

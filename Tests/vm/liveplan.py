@@ -13,7 +13,7 @@ import re
 import subprocess
 import time
 
-from bluezcentral import CheckFailed, step
+from bluezcentral import CheckFailed, bound, step
 from gattdplan import characteristics, show
 
 # The value the central writes last; after gattd or bluetoothd restarts it must read back.
@@ -45,9 +45,9 @@ class Gattctl:
 
     def run(self, *argv):
         try:
-            r = subprocess.run([self.binary, *argv], capture_output=True, text=True, timeout=30)
+            r = subprocess.run([self.binary, *argv], capture_output=True, text=True, timeout=bound(30))
         except subprocess.TimeoutExpired:
-            raise CheckFailed('gattctl %s did not finish within 30 s' % ' '.join(argv))
+            raise CheckFailed('gattctl %s did not finish within %d s' % (' '.join(argv), bound(30)))
         if r.returncode != 0:
             raise CheckFailed('gattctl %s exited %d: %s' % (' '.join(argv), r.returncode,
                                                              (r.stderr or r.stdout).strip()))

@@ -5,6 +5,15 @@
 OUT=${GATTD_VM_OUT:?}
 ROOT=$(cd "$VM/../.." && pwd)
 
+# SLOW: how many times as long as natively the gattd and gattctl under test may take (run-suite
+# --slow: 1 natively, 5 for the arm64 ones under qemu-user). wait_for_line and wait_count
+# multiply their SECONDS by it, and bluezcentral.py (GATTD_VM_SLOW) its bounds; `bound N`
+# is N times SLOW, for the other bounds on waiting for gattd or gattctl. What gattd must do on
+# time (a window that closes, a timer) is checked as natively, with SLOW times the slack.
+SLOW=${GATTD_VM_SLOW:-1}
+[[ "$SLOW" =~ ^[1-9][0-9]*$ ]] || { echo "FAIL: GATTD_VM_SLOW=$SLOW is not a whole number >= 1"; exit 1; }
+bound() { echo $(( $1 * SLOW )); }
+
 # scenario_binaries: GATTD_BIN (required; Tests/vm/run-suite --gattd sets it) and GATTCTL_BIN
 # (default: next to GATTD_BIN), each checked to be executable; a missing one ends the
 # scenario with a FAIL.
@@ -17,12 +26,14 @@ scenario_binaries() {
     done
 }
 
-# wait_for_line FILE REGEX SECONDS: waits until FILE has a line matching REGEX.
+# wait_for_line FILE REGEX SECONDS: waits until FILE has a line matching REGEX (SECONDS
+# times SLOW).
 wait_for_line() {
-    local file=$1 regex=$2 deadline=$(( $(date +%s) + $3 ))
+    local file=$1 regex=$2 secs; secs=$(bound "$3")
+    local deadline=$(( $(date +%s) + secs ))
     until grep -Eq -- "$regex" "$file" 2>/dev/null; do
         if [ "$(date +%s)" -ge "$deadline" ]; then
-            echo "FAIL: no line matching '$regex' in $(basename "$file") after $3 s"
+            echo "FAIL: no line matching '$regex' in $(basename "$file") after $secs s"
             tail -n 20 "$file" 2>/dev/null | sed 's/^/    /'
             return 1
         fi
@@ -33,12 +44,14 @@ wait_for_line() {
 # count FILE REGEX: lines of FILE matching REGEX.
 # (0 for a file that does not exist yet).
 count() { grep -Ec -- "$2" "$1" 2>/dev/null || { [ -e "$1" ] || echo 0; }; }
-# wait_count FILE REGEX N SECONDS: until FILE has at least N lines matching REGEX.
+# wait_count FILE REGEX N SECONDS: until FILE has at least N lines matching REGEX (SECONDS
+# times SLOW).
 wait_count() {
-    local deadline=$(( $(date +%s) + $4 ))
+    local secs; secs=$(bound "$4")
+    local deadline=$(( $(date +%s) + secs ))
     until [ "$(count "$1" "$2")" -ge "$3" ]; do
         if [ "$(date +%s)" -ge "$deadline" ]; then
-            echo "FAIL: $(basename "$1") has $(count "$1" "$2") lines matching '$2' after $4 s, expected $3"
+            echo "FAIL: $(basename "$1") has $(count "$1" "$2") lines matching '$2' after $secs s, expected $3"
             tail -n 15 "$1" | sed 's/^/    /'
             return 1
         fi
