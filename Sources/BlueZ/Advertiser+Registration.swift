@@ -42,7 +42,7 @@ extension Advertiser {
     /// manager and `Powered` come one after the other), so the slots are chosen again when the
     /// answer comes: one that an earlier answer already registered is not registered twice.
     func registerAll() {
-        guard !slots.filter(isWanted).isEmpty else { return }
+        guard slots.contains(where: isWanted) else { return }
         readManager { [unowned self] instances in
             let wanted = self.slots.filter(self.isWanted)
             guard !wanted.isEmpty else { return }
