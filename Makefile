@@ -22,7 +22,7 @@ RELEASE_BIN  := .build/release
 # the symbols gattd imports in the dynamic symbol table.
 # Nothing here is specific to x86-64: the Swift toolchain ships lld for aarch64 too, RELR
 # needs lld >= 15 and glibc >= 2.36 (Debian 12) on both, and the order file holds Swift
-# symbol names, which do not depend on the architecture (README, "On an arm64 board").
+# symbol names, which do not depend on the architecture (docs/arm64.md).
 STATIC_CXX_DIR := $(CURDIR)/.build/static-libstdcxx
 RELEASE_FLAGS := -Xswiftc -Xfrontend -Xswiftc -function-sections \
 	-Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld \
@@ -194,7 +194,7 @@ deb: release man
 	VERSION="$(VERSION)" scripts/make-deb $(CURDIR) $(RELEASE_BIN)
 
 .PHONY: release-arm64 deb-arm64 check-deb-arm64 check-lintian-arm64 test-arm64-package
-# arm64 (README, "On an arm64 board"): the same release build cross-compiled with
+# arm64 (docs/arm64.md): the same release build cross-compiled with
 # Debian sid's swiftlang 6.2.3 in a root of its own against Debian 12's arm64 libraries
 # (scripts/prepare-arm64 fetches them once into the guest's cache; scripts/build-arm64).
 # The package is the amd64 one's twin; its completions come from the amd64 gattctl.
