@@ -224,7 +224,8 @@ check-lintian-arm64: release-arm64 release man
 # fails here. test-vm-arm64 (the guest) is not in it: its four runs take about 23 minutes
 # on a quiet machine (Tests/vm/README.md, "arm64").
 # In `make test`: the arm64 release build (sid's 6.2.3, warnings as errors, so a change that
-# one compiler refuses fails), its package checks and its installation. The suites under
+# one compiler refuses fails) and its package checks; its installation, from a signed apt
+# repository, is test-dist's (below). The suites under
 # qemu-user (about 10 minutes more) run in `make test-arm64`, outside `make test`'s 30 minutes.
 test-arm64-package: check-deb-arm64 check-lintian-arm64
 
