@@ -7,8 +7,8 @@ PYTHON       ?= /usr/bin/python3
 PREFIX       ?= /usr
 SYSCONFDIR   ?= /etc
 DESTDIR      ?=
-# The version, from the one place it is written (Sources/Control/Version.swift).
-VERSION      := $(shell sed -n 's/^public let gattdVersion = "\(.*\)"$$/\1/p' Sources/Control/Version.swift)
+# The version, from the one place it is written (Sources/ControlAPI/Version.swift).
+VERSION      := $(shell sed -n 's/^public let gattdVersion = "\(.*\)"$$/\1/p' Sources/ControlAPI/Version.swift)
 
 DEBUG_BIN    := .build/debug
 MAN_DIR      := .build/man

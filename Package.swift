@@ -59,10 +59,11 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .target(name: "ControlAPI", dependencies: ["DBusKit"], swiftSettings: strict),
         .target(
             name: "Control",
             dependencies: [
-                "DBusKit", "BLEModel", "DaemonCore", "BlueZ", "Mainloop", "SystemCalls",
+                "ControlAPI", "DBusKit", "BLEModel", "DaemonCore", "BlueZ", "Mainloop", "SystemCalls",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -75,7 +76,8 @@ let package = Package(
         .executableTarget(
             name: "gattd",
             dependencies: [
-                "BlueZ", "Control", "DaemonCore", "BLEModel", "DBusKit", "Mainloop", "SystemCalls", "SystemdKit",
+                "BlueZ", "Control", "ControlAPI", "DaemonCore", "BLEModel", "DBusKit", "Mainloop", "SystemCalls",
+                "SystemdKit",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -83,7 +85,7 @@ let package = Package(
         .executableTarget(
             name: "gattctl",
             dependencies: [
-                "Control", "DBusKit", "BLEModel", "Mainloop",
+                "ControlAPI", "DBusKit", "BLEModel", "Mainloop",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -127,7 +129,7 @@ let package = Package(
         .testTarget(
             name: "ControlTests",
             dependencies: [
-                "Control", "BlueZ", "BLEModel", "DBusKit", "DaemonCore", "Mainloop", "TestSupport",
+                "Control", "ControlAPI", "BlueZ", "BLEModel", "DBusKit", "DaemonCore", "Mainloop", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -154,6 +156,6 @@ if Context.environment["GATTD_FUZZ"] != nil {
         .target(name: "FuzzSupport", path: "Fuzz/Sources/FuzzSupport", swiftSettings: strict),
         fuzzTarget("FuzzConfiguration", ["BLEModel"]),
         fuzzTarget("FuzzStateFile", ["DaemonCore", "BLEModel", .product(name: "Logging", package: "swift-log")]),
-        fuzzTarget("FuzzDBusMessage", ["DBusKit", "BlueZ", "Control", "CDBus"]),
+        fuzzTarget("FuzzDBusMessage", ["DBusKit", "BlueZ", "ControlAPI", "CDBus"]),
     ]
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 import BlueZ
+import ControlAPI
 import DBusKit
 import Logging
 

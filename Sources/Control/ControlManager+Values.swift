@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 import BLEModel
+import ControlAPI
 import DBusKit
 import DaemonCore
 import Logging

@@ -2,6 +2,7 @@
 
 public import BLEModel
 import BlueZ
+import ControlAPI
 public import DBusKit
 public import DaemonCore
 public import Logging

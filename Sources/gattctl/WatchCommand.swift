@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 import ArgumentParser
-import Control
+import ControlAPI
 import DBusKit
 import Glibc
 

@@ -43,7 +43,7 @@ public enum ControlRequest: Equatable, Sendable {
         public let outSignature: String
         /// The request the arguments make; they already have `inSignature`. Throws
         /// `InvalidArgs` naming the method for a value the signature cannot rule out.
-        let decode: @Sendable ([DBusValue]) throws(DBusError) -> ControlRequest
+        public let decode: @Sendable ([DBusValue]) throws(DBusError) -> ControlRequest
 
         init(
             _ name: String, in inSignature: String = "", out outSignature: String = "",
