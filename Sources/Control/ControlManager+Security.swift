@@ -57,7 +57,7 @@ extension ControlManager {
     /// circle (root, group gattd) receive it.
     public func confirmationEvent(device: String, address: String, passkey: String) {
         emitEvent(
-            "PairingConfirmation",
+            .pairingConfirmation,
             [.objectPath((try? ObjectPath(device)) ?? BlueZNamesForControl.unknownDevice), .string(address), .string(passkey)])
     }
 
@@ -105,13 +105,13 @@ extension ControlManager {
     /// gattd) receive it.
     public func passkeyEvent(device: String, address: String, passkey: String) {
         emitEvent(
-            "PasskeyDisplayed",
+            .passkeyDisplayed,
             [.objectPath((try? ObjectPath(device)) ?? BlueZNamesForControl.unknownDevice), .string(address), .string(passkey)])
     }
 
     /// `PairingChanged(b open, u secondsLeft)` (0 seconds: no limit, or closed).
     public func pairingEvent(open: Bool, secondsLeft: Int?) {
-        emitEvent("PairingChanged", [.bool(open), .uint32(UInt32(clamping: secondsLeft ?? 0))])
+        emitEvent(.pairingChanged, [.bool(open), .uint32(UInt32(clamping: secondsLeft ?? 0))])
     }
 
     /// The pairing entries of `GetStatus`.

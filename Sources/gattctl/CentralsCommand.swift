@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 import ArgumentParser
+import ControlAPI
 import DBusKit
 import Glibc
 
@@ -25,7 +26,7 @@ struct CentralsCommand: ParsableCommand {
 
     func run() throws {
         let client = try ControlClient()
-        let centrals = try client.call("ListCentrals").first?.asArray ?? []
+        let centrals = try client.call(.listCentrals).first?.asArray ?? []
         var objects: [JSONText.Value] = []
         for central in centrals {
             let value = { (key: String) in central.variantDictionaryValue(key) }
@@ -97,7 +98,7 @@ struct DisconnectCommand: ParsableCommand {
 
     func run() throws {
         let client = try ControlClient()
-        _ = try client.call("DisconnectCentral", [.string(address)])
+        _ = try client.call(.disconnectCentral, [.string(address)])
         printLine("\(address.uppercased()): disconnected")
     }
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 import ArgumentParser
+import ControlAPI
 import BLEModel
 import DBusKit
 
@@ -27,7 +28,7 @@ struct ListCommand: ParsableCommand {
 
     func run() throws {
         let client = try ControlClient()
-        guard let entries = try client.call("ListCharacteristics").first?.asArray else {
+        guard let entries = try client.call(.listCharacteristics).first?.asArray else {
             throw Failure(.refused, "ListCharacteristics returned no array")
         }
         let items = entries.compactMap { $0.variantDictionaryEntries.map(CharacteristicItem.init) }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 import ArgumentParser
+import ControlAPI
 import DBusKit
 
 /// `gattctl pairing [open [SECONDS] | confirm [ADDRESS] | reject [ADDRESS]]`.
@@ -44,7 +45,7 @@ struct PairingCommand: ParsableCommand {
                 throw ValidationError("SECONDS must be 1...86400")
             }
         case .confirm, .reject:
-            guard Self.isAddress(argument) else {
+            guard ControlRequest.isAddress(argument) else {
                 throw ValidationError("\"\(argument)\" is not an address like AA:BB:CC:DD:EE:FF")
             }
         case .status:
@@ -52,22 +53,17 @@ struct PairingCommand: ParsableCommand {
         }
     }
 
-    private static func isAddress(_ text: String) -> Bool {
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        return parts.count == 6 && parts.allSatisfy { $0.count == 2 && $0.allSatisfy(\.isHexDigit) }
-    }
-
     func run() throws {
         let client = try ControlClient()
         if action == .confirm || action == .reject {
             let address = argument?.uppercased() ?? ""
-            _ = try client.call(action == .confirm ? "ConfirmPairing" : "RejectPairing", [.string(address)])
+            _ = try client.call(action == .confirm ? .confirmPairing : .rejectPairing, [.string(address)])
             let word = action == .confirm ? "confirmed" : "rejected"
             printLine(address.isEmpty ? "pairing \(word)" : "\(address): \(word)")
             return
         }
         if action == .open {
-            let reply = try client.call("OpenPairing", [.uint32(seconds ?? 0)])
+            let reply = try client.call(.openPairing, [.uint32(seconds ?? 0)])
             printLine("pairing open for \(reply.first?.asUInt32 ?? seconds ?? 0) s")
             return
         }
@@ -132,11 +128,11 @@ struct BondsCommand: ParsableCommand {
     func run() throws {
         let client = try ControlClient()
         if action == .remove, let address {
-            _ = try client.call("RemoveBond", [.string(address)])
+            _ = try client.call(.removeBond, [.string(address)])
             printLine("\(address.uppercased()): removed")
             return
         }
-        let bonds = try client.call("ListBonds").first?.asArray ?? []
+        let bonds = try client.call(.listBonds).first?.asArray ?? []
         var objects: [JSONText.Value] = []
         for bond in bonds {
             let address = bond.variantDictionaryValue("Address")?.asString ?? ""
