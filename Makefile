@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-# gattd: the two commands a newcomer needs are `make demo` and `make test`.
+# gattd: `make check` is the everyday loop (minutes, no root, no guest), `make test` is
+# everything CI runs, `make demo` shows gattd serving a real bluetoothd in a guest.
 
 SWIFT        ?= swift
 SWIFT_FLAGS  ?= -Xswiftc -warnings-as-errors

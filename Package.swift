@@ -3,13 +3,10 @@
 //
 // gattd: a Bluetooth LE peripheral daemon for Linux (BlueZ over libdbus-1).
 //
-// Module graph (arrows are imports):
-//   gattd   -> BlueZ -> DBusKit -> CDBus, Mainloop; BlueZ -> SystemCalls (sockets)
-//   gattd   -> DaemonCore -> BLEModel, Mainloop
-//   gattd   -> SystemdKit -> CSystemd; gattd -> SystemCalls (scheduler slice) -> CLinux
-//   gattd   -> Control -> BlueZ, DaemonCore, DBusKit (org.gattd.Manager1; --doctor's probe)
-//   gattctl -> Control (names only), DBusKit, BLEModel
-// BLEModel and DaemonCore never see D-Bus; only DBusKit sees libdbus.
+// Which module imports which, and what each owns: docs/architecture.md ("Modules"), whose
+// graph is drawn from the imports and checked by `scripts/check-architecture` (make check),
+// which also refuses the edges that must not come back (gattctl linking the daemon's
+// modules, libdbus outside DBusKit).
 
 import PackageDescription
 
