@@ -13,9 +13,9 @@ extension ControlManager {
     public func centralEvent(_ event: CentralWatch.Event) {
         switch event {
         case .connected(let device, let address, let name):
-            emitEvent(.centralConnected, [deviceArgument(device), .variantDictionary(info(device, address, name))])
+            emitEvent(.centralConnected, [deviceArgument(device), ControlKey.dictionary(info(device, address, name))])
         case .disconnected(let device, let address, let name):
-            emitEvent(.centralDisconnected, [deviceArgument(device), .variantDictionary(info(device, address, name))])
+            emitEvent(.centralDisconnected, [deviceArgument(device), ControlKey.dictionary(info(device, address, name))])
         case .powered(let powered):
             adapterEvent(adapter: currentAdapter, state: powered ? "powered" : "unpowered")
         }
@@ -45,10 +45,10 @@ extension ControlManager {
         emitEvent(.subscriptionChanged, [.string(attribute.id), .bool(attribute.isNotifying)])
     }
 
-    private func info(_ device: String, _ address: String, _ name: String?) -> [(String, DBusValue)] {
-        var entries: [(String, DBusValue)] = [("Address", .string(address))]
-        if let name { entries.append(("Name", .string(name))) }
-        if let mtu = service.mtu.mtu(for: device) { entries.append(("MTU", .uint16(UInt16(clamping: mtu)))) }
+    private func info(_ device: String, _ address: String, _ name: String?) -> [(ControlKey, DBusValue)] {
+        var entries: [(ControlKey, DBusValue)] = [(.address, .string(address))]
+        if let name { entries.append((.name, .string(name))) }
+        if let mtu = service.mtu.mtu(for: device) { entries.append((.mtu, .uint16(UInt16(clamping: mtu)))) }
         return entries
     }
 

@@ -66,7 +66,7 @@ public enum ControlRequest: Equatable, Sendable {
         Method(.setValueWithOptions, in: "saya{sv}") { arguments throws(DBusError) in
             var centrals: [String]?
             for (key, value) in arguments[2].variantDictionaryEntries ?? [] {
-                guard key == "centrals" else {
+                guard key == ControlKey.centrals.rawValue else {
                     throw .invalidArgs("SetValueWithOptions: unknown option \"\(key)\" (known: centrals)")
                 }
                 guard let addresses = value.asStringArray else {

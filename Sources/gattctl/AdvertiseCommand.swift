@@ -60,7 +60,7 @@ struct AdvertiseCommand: ParsableCommand {
             ids = [id]
         } else {
             let status = try client.status()
-            let adverts = status.first { $0.0 == "Advertisements" }?.1.dictionaryEntries ?? []
+            let adverts = status.first { $0.0 == ControlKey.advertisements.rawValue }?.1.dictionaryEntries ?? []
             ids = adverts.compactMap { $0.key.asString }
             if ids.isEmpty { printError("gattctl: the configuration has no advertisements") }
         }

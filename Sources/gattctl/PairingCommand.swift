@@ -68,15 +68,15 @@ struct PairingCommand: ParsableCommand {
             return
         }
         let status = try client.status()
-        let value = { (name: String) in status.first { $0.0 == name }?.1 }
-        let mode = value("Pairing")?.asString ?? "none"
+        let value = { (key: ControlKey) in status.first { $0.0 == key.rawValue }?.1 }
+        let mode = value(.pairing)?.asString ?? "none"
         guard mode != "none" else {
             printLine("pairing none: gattd does not pair")
             return
         }
-        let pairable = value("Pairable")?.asString ?? ""
-        let open = value("PairingOpen")?.asBool ?? false
-        let left = value("PairingSecondsLeft")?.asUInt32 ?? 0
+        let pairable = value(.pairable)?.asString ?? ""
+        let open = value(.pairingOpen)?.asBool ?? false
+        let left = value(.pairingSecondsLeft)?.asUInt32 ?? 0
         let state: String
         switch (open, pairable) {
         case (true, "always"): state = "open (always)"
@@ -135,21 +135,21 @@ struct BondsCommand: ParsableCommand {
         let bonds = try client.call(.listBonds).first?.asArray ?? []
         var objects: [JSONText.Value] = []
         for bond in bonds {
-            let address = bond.variantDictionaryValue("Address")?.asString ?? ""
-            let name = bond.variantDictionaryValue("Name")?.asString
-            let flag = { (key: String) in bond.variantDictionaryValue(key)?.asBool ?? false }
+            let address = bond.variantDictionaryValue(ControlKey.address.rawValue)?.asString ?? ""
+            let name = bond.variantDictionaryValue(ControlKey.name.rawValue)?.asString
+            let flag = { (key: ControlKey) in bond.variantDictionaryValue(key.rawValue)?.asBool ?? false }
             if json {
                 objects.append(
                     .object([
                         ("address", .string(address)), ("name", name.map { .string($0) } ?? .null),
-                        ("paired", .bool(flag("Paired"))), ("bonded", .bool(flag("Bonded"))),
-                        ("trusted", .bool(flag("Trusted"))), ("connected", .bool(flag("Connected"))),
+                        ("paired", .bool(flag(.paired))), ("bonded", .bool(flag(.bonded))),
+                        ("trusted", .bool(flag(.trusted))), ("connected", .bool(flag(.connected))),
                     ]))
                 continue
             }
-            var words = [address, name ?? "-", flag("Bonded") ? "bonded" : "paired"]
-            if flag("Trusted") { words.append("trusted") }
-            if flag("Connected") { words.append("connected") }
+            var words = [address, name ?? "-", flag(.bonded) ? "bonded" : "paired"]
+            if flag(.trusted) { words.append("trusted") }
+            if flag(.connected) { words.append("connected") }
             printLine(words.joined(separator: " "))
         }
         if json { printLine(JSONText.render(.array(objects))) }

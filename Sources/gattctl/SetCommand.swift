@@ -97,7 +97,7 @@ struct SetCommand: ParsableCommand {
             let centrals = to.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
             _ = try client.call(
                 .setValueWithOptions,
-                [.string(id), .bytes(bytes), .variantDictionary([("centrals", .stringArray(centrals))])])
+                [.string(id), .bytes(bytes), ControlKey.dictionary([(.centrals, .stringArray(centrals))])])
             return
         }
         _ = try client.call(.setValue, [.string(id), .bytes(bytes)])

@@ -80,9 +80,9 @@ struct WatchCommand: ParsableCommand {
             return event(subscribed ? "central-subscribed" : "central-unsubscribed", [("id", id), ("device", device.rawValue)])
         case (.centralConnected, 2), (.centralDisconnected, 2):
             guard let device = arguments[0].asObjectPath else { return nil }
-            var fields = [("address", arguments[1].variantDictionaryValue("Address")?.asString ?? "")]
-            if let name = arguments[1].variantDictionaryValue("Name")?.asString { fields.append(("name", name)) }
-            if let mtu = arguments[1].variantDictionaryValue("MTU")?.asUInt16 { fields.append(("mtu", "\(mtu)")) }
+            var fields = [("address", arguments[1].variantDictionaryValue(ControlKey.address.rawValue)?.asString ?? "")]
+            if let name = arguments[1].variantDictionaryValue(ControlKey.name.rawValue)?.asString { fields.append(("name", name)) }
+            if let mtu = arguments[1].variantDictionaryValue(ControlKey.mtu.rawValue)?.asUInt16 { fields.append(("mtu", "\(mtu)")) }
             fields.append(("device", device.rawValue))
             return event(signal == .centralConnected ? "connected" : "disconnected", fields)
         case (.adapterChanged, 2):

@@ -19,6 +19,11 @@ struct ControlAPITests {
         #expect(declared.allSatisfy { !$0.signature.isEmpty })
     }
 
+    @Test("every dictionary key is spelt once")
+    func keysUnique() {
+        #expect(Set(ControlKey.allCases.map(\.rawValue)).count == ControlKey.allCases.count)
+    }
+
     @Test("an address is six pairs of ASCII hex digits, either case; nothing else passes")
     func oneAddressCheck() {
         #expect(ControlRequest.isAddress("AA:bb:0C:d1:E2:f3"))
