@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-# gattd: the two commands a newcomer needs are `make demo` and `make test`.
+# gattd: `make check` is the everyday loop (minutes, no root, no guest), `make test` is
+# everything CI runs, `make demo` shows gattd serving a real bluetoothd in a guest.
 
 SWIFT        ?= swift
 SWIFT_FLAGS  ?= -Xswiftc -warnings-as-errors
@@ -7,8 +8,8 @@ PYTHON       ?= /usr/bin/python3
 PREFIX       ?= /usr
 SYSCONFDIR   ?= /etc
 DESTDIR      ?=
-# The version, from the one place it is written (Sources/Control/Version.swift).
-VERSION      := $(shell sed -n 's/^public let gattdVersion = "\(.*\)"$$/\1/p' Sources/Control/Version.swift)
+# The version, from the one place it is written (Sources/ControlAPI/Version.swift).
+VERSION      := $(shell sed -n 's/^public let gattdVersion = "\(.*\)"$$/\1/p' Sources/ControlAPI/Version.swift)
 
 DEBUG_BIN    := .build/debug
 MAN_DIR      := .build/man
@@ -17,7 +18,8 @@ RELEASE_BIN  := .build/release
 
 # Release link, for memory (BENCHMARKS.md, "Where the memory goes"): lld lays out the
 # functions gattd runs first (build-aux/gattd.order, from `make link-order`), each function
-# in its own section so it can; relative relocations packed (RELR); libstdc++ (the Swift
+# in its own section so it can, and the private functions, which have no symbol to order by,
+# together before them (build-aux/gattd.lds); relative relocations packed (RELR); libstdc++ (the Swift
 # runtime's C++) linked statically from a directory that holds only libstdc++.a; and only
 # the symbols gattd imports in the dynamic symbol table.
 # Nothing here is specific to x86-64: the Swift toolchain ships lld for aarch64 too, RELR
@@ -28,7 +30,7 @@ RELEASE_FLAGS := -Xswiftc -Xfrontend -Xswiftc -function-sections \
 	-Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld \
 	-Xlinker -z -Xlinker pack-relative-relocs \
 	-Xlinker --symbol-ordering-file=$(CURDIR)/build-aux/gattd.order -Xlinker --no-warn-symbol-ordering \
-	-Xlinker --no-export-dynamic \
+	-Xlinker --no-export-dynamic -Xlinker -T -Xlinker $(CURDIR)/build-aux/gattd.lds \
 	-Xlinker -L$(STATIC_CXX_DIR)
 
 .PHONY: all toolchain deps build man check check-architecture check-man check-lintian check-link-aarch64 release release-build check-order bench test test-unit \
@@ -68,8 +70,9 @@ check-order: release-build
 release-build: deps
 	mkdir -p $(STATIC_CXX_DIR)
 	ln -sf "$$(clang -print-file-name=libstdc++.a)" $(STATIC_CXX_DIR)/libstdc++.a
-	@# the order file is not an input SwiftPM tracks: relink when it changed
-	@if [ build-aux/gattd.order -nt $(RELEASE_BIN)/gattd ]; then rm -f $(RELEASE_BIN)/gattd; fi
+	@# the order file and the linker script are not inputs SwiftPM tracks: relink when they changed
+	@if [ build-aux/gattd.order -nt $(RELEASE_BIN)/gattd ] || [ build-aux/gattd.lds -nt $(RELEASE_BIN)/gattd ]; then \
+	  rm -f $(RELEASE_BIN)/gattd; fi
 	$(SWIFT) build -c release --static-swift-stdlib $(SWIFT_FLAGS) $(RELEASE_FLAGS)
 
 # Re-profiles the release binary (valgrind) and rewrites build-aux/gattd.order; commit it.

@@ -3,13 +3,10 @@
 //
 // gattd: a Bluetooth LE peripheral daemon for Linux (BlueZ over libdbus-1).
 //
-// Module graph (arrows are imports):
-//   gattd   -> BlueZ -> DBusKit -> CDBus, Mainloop; BlueZ -> SystemCalls (sockets)
-//   gattd   -> DaemonCore -> BLEModel, Mainloop
-//   gattd   -> SystemdKit -> CSystemd; gattd -> SystemCalls (scheduler slice) -> CLinux
-//   gattd   -> Control -> BlueZ, DaemonCore, DBusKit (org.gattd.Manager1; --doctor's probe)
-//   gattctl -> Control (names only), DBusKit, BLEModel
-// BLEModel and DaemonCore never see D-Bus; only DBusKit sees libdbus.
+// Which module imports which, and what each owns: docs/architecture.md ("Modules"), whose
+// graph is drawn from the imports and checked by `scripts/check-architecture` (make check),
+// which also refuses the edges that must not come back (gattctl linking the daemon's
+// modules, libdbus outside DBusKit).
 
 import PackageDescription
 
@@ -59,10 +56,11 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .target(name: "ControlAPI", dependencies: ["DBusKit"], swiftSettings: strict),
         .target(
             name: "Control",
             dependencies: [
-                "DBusKit", "BLEModel", "DaemonCore", "BlueZ", "Mainloop", "SystemCalls",
+                "ControlAPI", "DBusKit", "BLEModel", "DaemonCore", "BlueZ", "Mainloop", "SystemCalls",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -75,7 +73,8 @@ let package = Package(
         .executableTarget(
             name: "gattd",
             dependencies: [
-                "BlueZ", "Control", "DaemonCore", "BLEModel", "DBusKit", "Mainloop", "SystemCalls", "SystemdKit",
+                "BlueZ", "Control", "ControlAPI", "DaemonCore", "BLEModel", "DBusKit", "Mainloop", "SystemCalls",
+                "SystemdKit",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -83,7 +82,7 @@ let package = Package(
         .executableTarget(
             name: "gattctl",
             dependencies: [
-                "Control", "DBusKit", "BLEModel", "Mainloop",
+                "ControlAPI", "DBusKit", "BLEModel", "Mainloop",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -127,7 +126,7 @@ let package = Package(
         .testTarget(
             name: "ControlTests",
             dependencies: [
-                "Control", "BlueZ", "BLEModel", "DBusKit", "DaemonCore", "Mainloop", "TestSupport",
+                "Control", "ControlAPI", "BlueZ", "BLEModel", "DBusKit", "DaemonCore", "Mainloop", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -154,6 +153,6 @@ if Context.environment["GATTD_FUZZ"] != nil {
         .target(name: "FuzzSupport", path: "Fuzz/Sources/FuzzSupport", swiftSettings: strict),
         fuzzTarget("FuzzConfiguration", ["BLEModel"]),
         fuzzTarget("FuzzStateFile", ["DaemonCore", "BLEModel", .product(name: "Logging", package: "swift-log")]),
-        fuzzTarget("FuzzDBusMessage", ["DBusKit", "BlueZ", "Control", "CDBus"]),
+        fuzzTarget("FuzzDBusMessage", ["DBusKit", "BlueZ", "ControlAPI", "CDBus"]),
     ]
 }

@@ -11,12 +11,6 @@ struct ConfigurationDecoder {
     /// `sourcePath`s of elements whose `id` key was absent (ids to derive).
     private(set) var absentIDs: Set<String> = []
 
-    static let topLevelKeys = ["version", "adapter", "alias", "services", "advertisements", "security"]
-    static let serviceKeys = ["id", "uuid", "primary", "includes", "characteristics", "handle"]
-    static let characteristicKeys = [
-        "id", "uuid", "flags", "value", "minLength", "maxLength", "descriptors", "persist", "update",
-        "notifyIntervalMs", "onWrite", "delivery", "queueLength", "handler", "acquireNotify", "acquireWrite", "handle",
-    ]
     static let handlerKeys = ["timeoutMs", "fallback", "error"]
     static let descriptorKeys = ["id", "uuid", "flags", "value", "minLength", "maxLength", "handle"]
     /// Longest attribute value (ATT, Core Spec Vol 3 Part F §3.2.9).
@@ -25,38 +19,10 @@ struct ConfigurationDecoder {
     static let maximumAliasLength = 248
 
     mutating func decode(_ root: JSONValue) -> Configuration? {
-        guard let object = context.object(root, "", allowed: Self.topLevelKeys) else { return nil }
+        let keys = ConfigurationKeys.topLevel
+        guard let object = context.object(root, "", allowed: keys.names()) else { return nil }
         var configuration = Configuration(services: [])
-        if let value = object.required("version", &context),
-            let version = context.integer(value, "version", in: Int64(Int.min)...Int64(Int.max))
-        {
-            if version != 1 {
-                context.error("version", "unsupported version \(version) (this gattd reads version 1)")
-            }
-            configuration.version = Int(version)
-        }
-        if let value = object["adapter"], let adapter = context.string(value, "adapter") {
-            if Self.isAdapterName(adapter) {
-                configuration.adapter = adapter
-            } else {
-                context.error("adapter", "\"\(adapter)\" is not an adapter name like \"hci0\"")
-            }
-        }
-        if let value = object["alias"], let alias = context.string(value, "alias") {
-            if alias.utf8.count > Self.maximumAliasLength {
-                context.error("alias", "alias is \(alias.utf8.count) bytes, longer than \(Self.maximumAliasLength)")
-            }
-            configuration.alias = alias
-        }
-        if let value = object.required("services", &context), let elements = context.array(value, "services") {
-            configuration.services = elements.enumerated().compactMap { service($1, "services[\($0)]") }
-        }
-        if let value = object["advertisements"], let elements = context.array(value, "advertisements") {
-            configuration.advertisements = elements.enumerated().compactMap { advertisement($1, "advertisements[\($0)]") }
-        }
-        if let value = object["security"], let security = security(value, "security") {
-            configuration.security = security
-        }
+        for key in keys { key.decode(&self, object, &configuration) }
         return configuration
     }
 

@@ -1,21 +1,20 @@
 // SPDX-License-Identifier: MIT
 
 /// What a reload changes: the difference between the configuration being served and a
-/// newly loaded one, sorted by how much disruption applying it takes.
+/// newly loaded one, sorted by how much disruption applying it takes. Which key falls where
+/// is its row's `ReloadClass` in `ConfigurationKeys`; nothing here names a key.
 ///
 /// - `treeChanges`: what bluetoothd sees of the GATT tree (services, characteristics and
-///   descriptors added, removed or reordered; a changed UUID, `primary`, `includes`,
-///   flags, length bounds, `acquireNotify` or `acquireWrite`). bluetoothd ignores
-///   `InterfacesAdded` on a registered application (docs/bluez-contract.md §1), so any
-///   of these means registering again.
-/// - `behaviourChanges`: `persist`, `update`, `notifyIntervalMs`, `onWrite`, `delivery`,
-///   `queueLength` or `handler` of a characteristic kept in the tree; they need a new
-///   attribute database too.
-/// - `initialValues`: a configured `value` changed on an attribute kept in the tree;
-///   applied in place to attributes nobody has written.
+///   descriptors added, removed, moved or reordered, or a key of class `tree` changed).
+///   bluetoothd ignores `InterfacesAdded` on a registered application
+///   (docs/bluez-contract.md §1), so any of these means registering again.
+/// - `behaviourChanges`: a `behaviour` key of a characteristic kept in the tree; it needs a
+///   new attribute database too.
+/// - `initialValues`: a configured `value` (`initialValue`) changed on an attribute kept in
+///   the tree; applied in place to attributes nobody has written.
 /// - Advertisements are matched by id; `changedAdvertisements` go out as
 ///   `PropertiesChanged` without registering again.
-/// - `restartOnly`: settings gattd reads only at start (`adapter`, `alias`, `security`).
+/// - `restartOnly`: top-level keys gattd reads only at start (`restart`).
 ///
 /// `sourcePath` (where a definition sits in the file) never counts as a change.
 public struct ConfigurationDiff: Sendable, Equatable {
@@ -57,9 +56,7 @@ public struct ConfigurationDiff: Sendable, Equatable {
             if comparable != advertisement { changedAdvertisements.append(advertisement) }
         }
         removedAdvertisements = old.advertisements.map(\.id).filter { !newIDs.contains($0) }
-        if old.adapter != new.adapter { restartOnly.append("adapter") }
-        if old.alias != new.alias { restartOnly.append("alias") }
-        if old.security != new.security { restartOnly.append("security") }
+        restartOnly = ConfigurationKeys.topLevel.filter { $0.reload == .restart && $0.differs(old, new) }.map(\.name)
     }
 
     /// Whether the GATT application must be rebuilt and registered again.
@@ -96,36 +93,51 @@ public struct ConfigurationDiff: Sendable, Equatable {
 
 extension ConfigurationDiff {
     /// One node of the tree as bluetoothd sees it, without its children.
-    private struct Node: Equatable {
-        var kind: String
-        var id: String
-        var shape: String
+    private enum Node {
+        case service(ServiceDefinition)
+        case characteristic(in: String, CharacteristicDefinition)
+        case descriptor(in: String, DescriptorDefinition)
+
+        var kind: String {
+            switch self {
+            case .service: "service"
+            case .characteristic: "characteristic"
+            case .descriptor: "descriptor"
+            }
+        }
+
+        var id: String {
+            switch self {
+            case .service(let service): service.id
+            case .characteristic(_, let characteristic): characteristic.id
+            case .descriptor(_, let descriptor): descriptor.id
+            }
+        }
+
+        /// Whether bluetoothd would see the two as the same: same kind and parent, and no
+        /// key of class `tree` changed.
+        func sameShape(as other: Node) -> Bool {
+            switch (self, other) {
+            case (.service(let a), .service(let b)):
+                !ConfigurationKeys.service.differ(.tree, a, b)
+            case (.characteristic(let parentA, let a), .characteristic(let parentB, let b)):
+                parentA == parentB && !ConfigurationKeys.characteristic.differ(.tree, a, b)
+            case (.descriptor(let parentA, let a), .descriptor(let parentB, let b)):
+                parentA == parentB && !ConfigurationKeys.descriptor.differ(.tree, a, b)
+            default:
+                false
+            }
+        }
     }
 
     private static func nodes(_ configuration: Configuration) -> [Node] {
         var result: [Node] = []
         for service in configuration.services {
-            result.append(
-                Node(
-                    kind: "service", id: service.id,
-                    shape: "\(service.uuid) primary=\(service.primary) includes=\(service.includes)"
-                        + " handle=\(service.handle.map(String.init) ?? "-")"))
+            result.append(.service(service))
             for characteristic in service.characteristics {
-                let flags = characteristic.flags.map(\.rawValue)
-                result.append(
-                    Node(
-                        kind: "characteristic", id: characteristic.id,
-                        shape: "in=\(service.id) \(characteristic.uuid) \(flags) "
-                            + "\(characteristic.minLength)...\(characteristic.maxLength)"
-                            + " acquire=\(characteristic.acquireNotify),\(characteristic.acquireWrite)"
-                            + " handle=\(characteristic.handle.map(String.init) ?? "-")"))
+                result.append(.characteristic(in: service.id, characteristic))
                 for descriptor in characteristic.descriptors {
-                    result.append(
-                        Node(
-                            kind: "descriptor", id: descriptor.id,
-                            shape: "in=\(characteristic.id) \(descriptor.uuid) \(descriptor.flags.map(\.rawValue)) "
-                                + "\(descriptor.minLength)...\(descriptor.maxLength)"
-                                + " handle=\(descriptor.handle.map(String.init) ?? "-")"))
+                    result.append(.descriptor(in: characteristic.id, descriptor))
                 }
             }
         }
@@ -143,7 +155,7 @@ extension ConfigurationDiff {
                 changes.append("\(node.kind) \(node.id) added")
                 continue
             }
-            if previous != node { changes.append("\(node.kind) \(node.id) changed") }
+            if !previous.sameShape(as: node) { changes.append("\(node.kind) \(node.id) changed") }
         }
         for node in before where !afterIDs.contains(node.id) {
             changes.append("\(node.kind) \(node.id) removed")
@@ -162,11 +174,7 @@ extension ConfigurationDiff {
         let before = Dictionary(characteristics(old).map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         return characteristics(new).compactMap { characteristic in
             guard let previous = before[characteristic.id] else { return nil }
-            let same = previous.persist == characteristic.persist && previous.update == characteristic.update
-                && previous.notifyIntervalMs == characteristic.notifyIntervalMs
-                && previous.onWrite == characteristic.onWrite
-                && previous.delivery == characteristic.delivery && previous.queueLength == characteristic.queueLength
-                && previous.handler == characteristic.handler
+            let same = !ConfigurationKeys.characteristic.differ(.behaviour, previous, characteristic)
             return same ? nil : characteristic.id
         }
     }

@@ -2,6 +2,7 @@
 
 import BLEModel
 import BlueZ
+import ControlAPI
 import DBusKit
 import DaemonCore
 import Logging

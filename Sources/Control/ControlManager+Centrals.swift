@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 import BlueZ
+import ControlAPI
 import DBusKit
 import Logging
 
@@ -15,23 +16,23 @@ extension ControlManager {
         return .array(
             elementSignature: "a{sv}",
             (port.centrals?.connected() ?? []).map { central in
-                var entries: [(String, DBusValue)] = [
-                    ("Device", .objectPath((try? ObjectPath(central.device)) ?? BlueZNamesForControl.unknownDevice)),
-                    ("Address", .string(central.address))
+                var entries: [(ControlKey, DBusValue)] = [
+                    (.device, .objectPath((try? ObjectPath(central.device)) ?? BlueZNamesForControl.unknownDevice)),
+                    (.address, .string(central.address))
                 ]
-                if let name = central.name { entries.append(("Name", .string(name))) }
+                if let name = central.name { entries.append((.name, .string(name))) }
                 entries += [
-                    ("Paired", .bool(central.paired)), ("Bonded", .bool(central.bonded)),
-                    ("Trusted", .bool(central.trusted)), ("ConnectedSince", .uint64(UInt64(max(central.since, 0))))
+                    (.paired, .bool(central.paired)), (.bonded, .bool(central.bonded)),
+                    (.trusted, .bool(central.trusted)), (.connectedSince, .uint64(UInt64(max(central.since, 0))))
                 ]
                 if let mtu = service.mtu.mtu(for: central.device) {
-                    entries.append(("MTU", .uint16(UInt16(clamping: mtu))))
-                    entries.append(("MaxUpdateLength", .uint16(UInt16(clamping: max(mtu - 3, 0)))))
+                    entries.append((.mtu, .uint16(UInt16(clamping: mtu))))
+                    entries.append((.maxUpdateLength, .uint16(UInt16(clamping: max(mtu - 3, 0)))))
                 }
                 if let subscriptions {
-                    entries.append(("Subscribed", .stringArray(subscriptions[central.device] ?? [])))
+                    entries.append((.subscribed, .stringArray(subscriptions[central.device] ?? [])))
                 }
-                return .variantDictionary(entries)
+                return ControlKey.dictionary(entries)
             })
     }
 

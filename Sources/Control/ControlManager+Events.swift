@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 public import BlueZ
+import ControlAPI
 import DBusKit
 import DaemonCore
 import Logging
@@ -12,9 +13,9 @@ extension ControlManager {
     public func centralEvent(_ event: CentralWatch.Event) {
         switch event {
         case .connected(let device, let address, let name):
-            emitEvent("CentralConnected", [deviceArgument(device), .variantDictionary(info(device, address, name))])
+            emitEvent(.centralConnected, [deviceArgument(device), ControlKey.dictionary(info(device, address, name))])
         case .disconnected(let device, let address, let name):
-            emitEvent("CentralDisconnected", [deviceArgument(device), .variantDictionary(info(device, address, name))])
+            emitEvent(.centralDisconnected, [deviceArgument(device), ControlKey.dictionary(info(device, address, name))])
         case .powered(let powered):
             adapterEvent(adapter: currentAdapter, state: powered ? "powered" : "unpowered")
         }
@@ -23,31 +24,31 @@ extension ControlManager {
     /// `AdapterChanged(s adapter, s state)`: `present`, `gone`, `powered`, `unpowered`.
     public func adapterEvent(adapter: String?, state: String) {
         if state == "present" { currentAdapter = adapter }
-        emitEvent("AdapterChanged", [.string(adapter ?? currentAdapter ?? ""), .string(state)])
+        emitEvent(.adapterChanged, [.string(adapter ?? currentAdapter ?? ""), .string(state)])
         if state == "gone" { currentAdapter = nil }
     }
 
     /// `AdvertisementChanged(s id, s state)`, the state as `GetStatus` words it.
     public func advertisementEvent(id: String, state: Advertiser.State) {
-        emitEvent("AdvertisementChanged", [.string(id), .string(Self.describe(state))])
+        emitEvent(.advertisementChanged, [.string(id), .string(Self.describe(state))])
     }
 
     /// `CentralSubscriptionChanged(s id, o device, b subscribed)`: one central, named by
     /// bluetoothd, subscribed to or left characteristic `id` (the socket path).
     public func centralSubscriptionEvent(_ attribute: Attribute, device: String, subscribed: Bool) {
         guard attribute.isCharacteristic else { return }
-        emitEvent("CentralSubscriptionChanged", [.string(attribute.id), deviceArgument(device), .bool(subscribed)])
+        emitEvent(.centralSubscriptionChanged, [.string(attribute.id), deviceArgument(device), .bool(subscribed)])
     }
 
     func subscriptionEvent(_ attribute: Attribute) {
         guard attribute.isCharacteristic else { return }
-        emitEvent("SubscriptionChanged", [.string(attribute.id), .bool(attribute.isNotifying)])
+        emitEvent(.subscriptionChanged, [.string(attribute.id), .bool(attribute.isNotifying)])
     }
 
-    private func info(_ device: String, _ address: String, _ name: String?) -> [(String, DBusValue)] {
-        var entries: [(String, DBusValue)] = [("Address", .string(address))]
-        if let name { entries.append(("Name", .string(name))) }
-        if let mtu = service.mtu.mtu(for: device) { entries.append(("MTU", .uint16(UInt16(clamping: mtu)))) }
+    private func info(_ device: String, _ address: String, _ name: String?) -> [(ControlKey, DBusValue)] {
+        var entries: [(ControlKey, DBusValue)] = [(.address, .string(address))]
+        if let name { entries.append((.name, .string(name))) }
+        if let mtu = service.mtu.mtu(for: device) { entries.append((.mtu, .uint16(UInt16(clamping: mtu)))) }
         return entries
     }
 
@@ -55,14 +56,14 @@ extension ControlManager {
         .objectPath((try? ObjectPath(device)) ?? BlueZNamesForControl.unknownDevice)
     }
 
-    func emitEvent(_ member: String, _ arguments: [DBusValue]) {
+    func emitEvent(_ signal: ControlSignal, _ arguments: [DBusValue]) {
         guard nameState == .owned, !watchers.isEmpty else { return }
         do {
             try connection.emitSignal(
-                path: ControlNames.managerPath, interface: ControlNames.managerInterface, member: member,
+                path: ControlNames.managerPath, interface: ControlNames.managerInterface, member: signal.rawValue,
                 arguments: arguments)
         } catch {
-            logger.warning("could not emit \(member)", metadata: ["error": "\(error)"])
+            logger.warning("could not emit \(signal.rawValue)", metadata: ["error": "\(error)"])
         }
     }
 }

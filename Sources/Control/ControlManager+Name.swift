@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 
+import ControlAPI
 import DBusKit
 import Logging
 

@@ -2,6 +2,7 @@
 
 import BLEModel
 import BlueZ
+import ControlAPI
 import DBusKit
 import DaemonCore
 import Logging
@@ -56,7 +57,7 @@ extension ControlManager {
     /// circle (root, group gattd) receive it.
     public func confirmationEvent(device: String, address: String, passkey: String) {
         emitEvent(
-            "PairingConfirmation",
+            .pairingConfirmation,
             [.objectPath((try? ObjectPath(device)) ?? BlueZNamesForControl.unknownDevice), .string(address), .string(passkey)])
     }
 
@@ -67,16 +68,16 @@ extension ControlManager {
         return .array(
             elementSignature: "a{sv}",
             bonds.map { bond in
-                var entries: [(String, DBusValue)] = [
-                    ("Device", .objectPath((try? ObjectPath(bond.device)) ?? BlueZNamesForControl.unknownDevice)),
-                    ("Address", .string(bond.address)),
+                var entries: [(ControlKey, DBusValue)] = [
+                    (.device, .objectPath((try? ObjectPath(bond.device)) ?? BlueZNamesForControl.unknownDevice)),
+                    (.address, .string(bond.address)),
                 ]
-                if let name = bond.name { entries.append(("Name", .string(name))) }
+                if let name = bond.name { entries.append((.name, .string(name))) }
                 entries += [
-                    ("Paired", .bool(bond.paired)), ("Bonded", .bool(bond.bonded)), ("Trusted", .bool(bond.trusted)),
-                    ("Connected", .bool(bond.connected)),
+                    (.paired, .bool(bond.paired)), (.bonded, .bool(bond.bonded)), (.trusted, .bool(bond.trusted)),
+                    (.connected, .bool(bond.connected)),
                 ]
-                return .variantDictionary(entries)
+                return ControlKey.dictionary(entries)
             })
     }
 
@@ -104,24 +105,24 @@ extension ControlManager {
     /// gattd) receive it.
     public func passkeyEvent(device: String, address: String, passkey: String) {
         emitEvent(
-            "PasskeyDisplayed",
+            .passkeyDisplayed,
             [.objectPath((try? ObjectPath(device)) ?? BlueZNamesForControl.unknownDevice), .string(address), .string(passkey)])
     }
 
     /// `PairingChanged(b open, u secondsLeft)` (0 seconds: no limit, or closed).
     public func pairingEvent(open: Bool, secondsLeft: Int?) {
-        emitEvent("PairingChanged", [.bool(open), .uint32(UInt32(clamping: secondsLeft ?? 0))])
+        emitEvent(.pairingChanged, [.bool(open), .uint32(UInt32(clamping: secondsLeft ?? 0))])
     }
 
     /// The pairing entries of `GetStatus`.
-    func pairingStatus() -> [(String, DBusValue)] {
-        var entries: [(String, DBusValue)] = [("Pairing", .string(security.pairing.rawValue))]
+    func pairingStatus() -> [(ControlKey, DBusValue)] {
+        var entries: [(ControlKey, DBusValue)] = [(.pairing, .string(security.pairing.rawValue))]
         if security.pairs {
-            entries.append(("Pairable", .string(security.pairable.word)))
-            entries.append(("PairingOpen", .bool(port.pairingWindow?.isOpen() ?? false)))
-            entries.append(("PairingSecondsLeft", .uint32(UInt32(clamping: port.pairingWindow?.secondsLeft() ?? 0))))
+            entries.append((.pairable, .string(security.pairable.word)))
+            entries.append((.pairingOpen, .bool(port.pairingWindow?.isOpen() ?? false)))
+            entries.append((.pairingSecondsLeft, .uint32(UInt32(clamping: port.pairingWindow?.secondsLeft() ?? 0))))
         }
-        entries.append(("BondedOnly", .bool(security.bondedOnly)))
+        entries.append((.bondedOnly, .bool(security.bondedOnly)))
         return entries
     }
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 
+import ControlAPI
 import DBusKit
 import DaemonCore
 import Logging
@@ -12,11 +13,11 @@ extension ControlManager {
         guard observedDatabase !== database else { return }
         observedDatabase = database
         database.observeChanges { [weak self] attribute, origin in
-            self?.emit("ValueChanged", attribute, detail: Self.describe(origin))
+            self?.emit(.valueChanged, attribute, detail: Self.describe(origin))
         }
         database.observeWrites { [weak self] attribute, origin in
             guard case .central(let device) = origin else { return }
-            self?.emit("ValueWritten", attribute, detail: device ?? "")
+            self?.emit(.valueWritten, attribute, detail: device ?? "")
         }
         database.observeSubscriptions { [weak self] attribute in self?.subscriptionEvent(attribute) }
     }
@@ -49,14 +50,14 @@ extension ControlManager {
         watchers.removeValue(forKey: sender)?.cancel()
     }
 
-    private func emit(_ member: String, _ attribute: Attribute, detail: String) {
+    private func emit(_ signal: ControlSignal, _ attribute: Attribute, detail: String) {
         guard nameState == .owned, !watchers.isEmpty, attribute.isCharacteristic else { return }
         do {
             try connection.emitSignal(
-                path: ControlNames.managerPath, interface: ControlNames.managerInterface, member: member,
+                path: ControlNames.managerPath, interface: ControlNames.managerInterface, member: signal.rawValue,
                 arguments: [.string(attribute.id), .bytes(attribute.value), .string(detail)])
         } catch {
-            logger.warning("could not emit \(member)", metadata: ["gatt.id": "\(attribute.id)", "error": "\(error)"])
+            logger.warning("could not emit \(signal.rawValue)", metadata: ["gatt.id": "\(attribute.id)", "error": "\(error)"])
         }
     }
 

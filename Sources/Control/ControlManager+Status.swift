@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 import BlueZ
+import ControlAPI
 import DBusKit
 import DaemonCore
 
@@ -35,15 +36,15 @@ extension ControlManager {
         }
         var lastError = self.lastError ?? ""
         if case .failed = registration { lastError = registration.summary }
-        return .variantDictionary([
-            ("Version", .string(version)),
-            ("Adapter", .string(adapter)),
-            ("Registered", .bool(registered)),
-            ("Registration", .string(registration.summary)),
-            ("Advertisements", .dictionary(keySignature: "s", valueSignature: "s", advertisementStates)),
-            ("Advertising", .stringArray(states.filter { $0.state == .advertising }.map(\.id))),
-            ("Subscriptions", .uint32(UInt32(clamping: database.subscribedCount))),
-            ("LastError", .string(lastError)),
+        return ControlKey.dictionary([
+            (.version, .string(version)),
+            (.adapter, .string(adapter)),
+            (.registered, .bool(registered)),
+            (.registration, .string(registration.summary)),
+            (.advertisements, .dictionary(keySignature: "s", valueSignature: "s", advertisementStates)),
+            (.advertising, .stringArray(states.filter { $0.state == .advertising }.map(\.id))),
+            (.subscriptions, .uint32(UInt32(clamping: database.subscribedCount))),
+            (.lastError, .string(lastError)),
         ] + pairingStatus())
     }
 

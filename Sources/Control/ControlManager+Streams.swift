@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 
+import ControlAPI
 import DBusKit
 import DaemonCore
 
@@ -12,7 +13,7 @@ extension ControlManager {
             guard let self, nameState == .owned, !watchers.isEmpty else { return }
             do {
                 try connection.emitSignal(
-                    path: ControlNames.managerPath, interface: ControlNames.managerInterface, member: "ReadyToUpdate",
+                    path: ControlNames.managerPath, interface: ControlNames.managerInterface, member: ControlSignal.readyToUpdate.rawValue,
                     arguments: [.string(attribute.id)])
             } catch {
                 logger.warning(

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 import BLEModel
+import ControlAPI
 import DBusKit
 import DaemonCore
 import Logging
@@ -18,21 +19,21 @@ extension ControlManager {
         let entries: [DBusValue] = characteristics.compactMap { service, definition -> DBusValue? in
             guard let attribute = database[definition.id] else { return nil }
             let sockets = port.acquiredSockets?(definition.id) ?? (notify: 0, write: 0)
-            return .variantDictionary([
-                ("Id", .string(definition.id)),
-                ("Service", .string(service)),
-                ("UUID", .string(attribute.uuid.description)),
-                ("Flags", .stringArray(definition.flags.map(\.rawValue))),
-                ("Value", .bytes(attribute.value)),
-                ("Notifying", .bool(attribute.isNotifying)),
-                ("Persistent", .bool(persistence?.persists(attribute) ?? false)),
-                ("MinLength", .uint32(UInt32(clamping: attribute.minLength))),
-                ("MaxLength", .uint32(UInt32(clamping: attribute.maxLength))),
-                ("Handler", .string(attribute.handler?.name ?? "")),
-                ("Type", .string(definition.valueType ?? "")),
-                ("NotifySockets", .uint32(UInt32(clamping: sockets.notify))),
-                ("WriteSockets", .uint32(UInt32(clamping: sockets.write))),
-                ("Handle", .uint16(handles[definition.id] ?? 0)),
+            return ControlKey.dictionary([
+                (.id, .string(definition.id)),
+                (.service, .string(service)),
+                (.uuid, .string(attribute.uuid.description)),
+                (.flags, .stringArray(definition.flags.map(\.rawValue))),
+                (.value, .bytes(attribute.value)),
+                (.notifying, .bool(attribute.isNotifying)),
+                (.persistent, .bool(persistence?.persists(attribute) ?? false)),
+                (.minLength, .uint32(UInt32(clamping: attribute.minLength))),
+                (.maxLength, .uint32(UInt32(clamping: attribute.maxLength))),
+                (.handler, .string(attribute.handler?.name ?? "")),
+                (.type, .string(definition.valueType ?? "")),
+                (.notifySockets, .uint32(UInt32(clamping: sockets.notify))),
+                (.writeSockets, .uint32(UInt32(clamping: sockets.write))),
+                (.handle, .uint16(handles[definition.id] ?? 0)),
             ])
         }
         return .array(elementSignature: "a{sv}", entries)

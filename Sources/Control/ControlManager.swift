@@ -2,6 +2,7 @@
 
 public import BLEModel
 import BlueZ
+import ControlAPI
 public import DBusKit
 public import DaemonCore
 public import Logging
@@ -108,20 +109,7 @@ public final class ControlManager: DBusObject {
                     (manager: ControlManager, call) in manager.serve(call, method)
                 }
             },
-            signals: [
-                DBusSignalDescription("ValueWritten", signature: "says"),
-                DBusSignalDescription("ValueChanged", signature: "says"),
-                DBusSignalDescription("ReadyToUpdate", signature: "s"),
-                DBusSignalDescription("SubscriptionChanged", signature: "sb"),
-                DBusSignalDescription("CentralSubscriptionChanged", signature: "sob"),
-                DBusSignalDescription("CentralConnected", signature: "oa{sv}"),
-                DBusSignalDescription("CentralDisconnected", signature: "oa{sv}"),
-                DBusSignalDescription("AdapterChanged", signature: "ss"),
-                DBusSignalDescription("AdvertisementChanged", signature: "ss"),
-                DBusSignalDescription("PasskeyDisplayed", signature: "oss"),
-                DBusSignalDescription("PairingChanged", signature: "bu"),
-                DBusSignalDescription("PairingConfirmation", signature: "oss"),
-            ])
+            signals: ControlSignal.descriptions)
     ]
 
     /// Runs the request a call of `method` makes.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 public import BLEModel
+import ControlAPI
 import DBusKit
 import DaemonCore
 import Glibc

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 import ArgumentParser
+import ControlAPI
 import DBusKit
 
 /// `gattctl advertise on|off [ID]`, `gattctl advertise set ID CHANGES [--persist]`.
@@ -50,7 +51,7 @@ struct AdvertiseCommand: ParsableCommand {
     func run() throws {
         let client = try ControlClient()
         if state == .set, let id, let changes {
-            _ = try client.call("SetAdvertisementData", [.string(id), .string(changes), .bool(persist)])
+            _ = try client.call(.setAdvertisementData, [.string(id), .string(changes), .bool(persist)])
             printLine("\(id): changed")
             return
         }
@@ -59,13 +60,13 @@ struct AdvertiseCommand: ParsableCommand {
             ids = [id]
         } else {
             let status = try client.status()
-            let adverts = status.first { $0.0 == "Advertisements" }?.1.dictionaryEntries ?? []
+            let adverts = status.first { $0.0 == ControlKey.advertisements.rawValue }?.1.dictionaryEntries ?? []
             ids = adverts.compactMap { $0.key.asString }
             if ids.isEmpty { printError("gattctl: the configuration has no advertisements") }
         }
-        let member = state == .on ? "StartAdvertising" : "StopAdvertising"
+        let method: ControlMethod = state == .on ? .startAdvertising : .stopAdvertising
         for id in ids {
-            _ = try client.call(member, [.string(id)])
+            _ = try client.call(method, [.string(id)])
             printLine("\(id): \(state.rawValue)")
         }
     }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 import ArgumentParser
+import ControlAPI
 import DBusKit
 import Glibc
 
@@ -25,26 +26,26 @@ struct CentralsCommand: ParsableCommand {
 
     func run() throws {
         let client = try ControlClient()
-        let centrals = try client.call("ListCentrals").first?.asArray ?? []
+        let centrals = try client.call(.listCentrals).first?.asArray ?? []
         var objects: [JSONText.Value] = []
         for central in centrals {
-            let value = { (key: String) in central.variantDictionaryValue(key) }
-            let address = value("Address")?.asString ?? ""
-            let name = value("Name")?.asString
-            let mtu = value("MTU")?.asUInt16.map(Int.init)
-            let maxUpdate = value("MaxUpdateLength")?.asUInt16.map(Int.init)
-            let flag = { (key: String) in value(key)?.asBool ?? false }
+            let value = { (key: ControlKey) in central.variantDictionaryValue(key.rawValue) }
+            let address = value(.address)?.asString ?? ""
+            let name = value(.name)?.asString
+            let mtu = value(.mtu)?.asUInt16.map(Int.init)
+            let maxUpdate = value(.maxUpdateLength)?.asUInt16.map(Int.init)
+            let flag = { (key: ControlKey) in value(key)?.asBool ?? false }
             let since: Int =
-                if case .uint64(let seconds)? = value("ConnectedSince") { Int(clamping: seconds) } else { 0 }
-            let subscribed = value("Subscribed")?.asStringArray
+                if case .uint64(let seconds)? = value(.connectedSince) { Int(clamping: seconds) } else { 0 }
+            let subscribed = value(.subscribed)?.asStringArray
             if json {
                 objects.append(
                     .object([
                         ("address", .string(address)), ("name", name.map { .string($0) } ?? .null),
                         ("mtu", mtu.map { .number($0) } ?? .null),
                         ("maxUpdateLength", maxUpdate.map { .number($0) } ?? .null),
-                        ("paired", .bool(flag("Paired"))), ("bonded", .bool(flag("Bonded"))),
-                        ("trusted", .bool(flag("Trusted"))), ("connectedSince", .number(since)),
+                        ("paired", .bool(flag(.paired))), ("bonded", .bool(flag(.bonded))),
+                        ("trusted", .bool(flag(.trusted))), ("connectedSince", .number(since)),
                         ("subscribed", subscribed.map { .array($0.map { .string($0) }) } ?? .null)
                     ]))
                 continue
@@ -53,12 +54,12 @@ struct CentralsCommand: ParsableCommand {
                 address, name ?? "-", "mtu=" + (mtu.map(String.init) ?? "-"),
                 "max-update=" + (maxUpdate.map(String.init) ?? "-")
             ]
-            if flag("Bonded") {
+            if flag(.bonded) {
                 words.append("bonded")
-            } else if flag("Paired") {
+            } else if flag(.paired) {
                 words.append("paired")
             }
-            if flag("Trusted") { words.append("trusted") }
+            if flag(.trusted) { words.append("trusted") }
             words.append("since=" + Self.utc(since))
             if let subscribed {
                 words.append("subscribed=" + (subscribed.isEmpty ? "-" : subscribed.joined(separator: ",")))
@@ -97,7 +98,7 @@ struct DisconnectCommand: ParsableCommand {
 
     func run() throws {
         let client = try ControlClient()
-        _ = try client.call("DisconnectCentral", [.string(address)])
+        _ = try client.call(.disconnectCentral, [.string(address)])
         printLine("\(address.uppercased()): disconnected")
     }
 }

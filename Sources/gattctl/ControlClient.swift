@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 
-import Control
+import ControlAPI
 import DBusKit
 import Mainloop
 
@@ -25,8 +25,9 @@ final class ControlClient {
         }
     }
 
-    /// Calls `member` on org.gattd.Manager1 and returns the reply's arguments.
-    func call(_ member: String, _ arguments: [DBusValue] = []) throws(Failure) -> [DBusValue] {
+    /// Calls `method` on org.gattd.Manager1 and returns the reply's arguments.
+    func call(_ method: ControlMethod, _ arguments: [DBusValue] = []) throws(Failure) -> [DBusValue] {
+        let member = method.rawValue
         var result: Result<Message, DBusError>?
         connection.call(
             destination: ControlNames.busName, path: ControlNames.managerPath, interface: ControlNames.managerInterface,
@@ -50,7 +51,7 @@ final class ControlClient {
 
     /// `GetStatus` as (name, value) pairs.
     func status() throws(Failure) -> [(String, DBusValue)] {
-        guard let entries = try call("GetStatus").first?.variantDictionaryEntries else {
+        guard let entries = try call(.getStatus).first?.variantDictionaryEntries else {
             throw Failure(.refused, "GetStatus returned no dictionary")
         }
         return entries

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 import ArgumentParser
-import Control
+import ControlAPI
 import DBusKit
 
 /// gattctl's exit statuses, as listed in `gattctl --help` and docs/control-api.md.

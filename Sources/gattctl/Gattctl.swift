@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 import ArgumentParser
-import Control
+import ControlAPI
 import Glibc
 
 /// `gattctl`: the command-line client of gattd's control API (org.gattd.Manager1).

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 import ArgumentParser
+import ControlAPI
 import DBusKit
 
 /// `gattctl get ID`: one characteristic's current value.
@@ -25,9 +26,9 @@ struct GetCommand: ParsableCommand {
 
     func run() throws {
         let client = try ControlClient()
-        let bytes = try client.call("GetValue", [.string(id)]).first?.asBytes ?? []
+        let bytes = try client.call(.getValue, [.string(id)]).first?.asBytes ?? []
         let type =
-            (try client.call("ListCharacteristics").first?.asArray ?? [])
+            (try client.call(.listCharacteristics).first?.asArray ?? [])
             .compactMap { $0.variantDictionaryEntries.map(CharacteristicItem.init) }
             .first { $0.id == id }?.type ?? ""
         if json {

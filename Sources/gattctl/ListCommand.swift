@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 import ArgumentParser
+import ControlAPI
 import BLEModel
 import DBusKit
 
@@ -27,7 +28,7 @@ struct ListCommand: ParsableCommand {
 
     func run() throws {
         let client = try ControlClient()
-        guard let entries = try client.call("ListCharacteristics").first?.asArray else {
+        guard let entries = try client.call(.listCharacteristics).first?.asArray else {
             throw Failure(.refused, "ListCharacteristics returned no array")
         }
         let items = entries.compactMap { $0.variantDictionaryEntries.map(CharacteristicItem.init) }
@@ -55,18 +56,18 @@ struct CharacteristicItem {
 
     init(_ fields: [(String, DBusValue)]) {
         for (name, value) in fields {
-            switch name {
-            case "Id": id = value.asString ?? ""
-            case "Service": service = value.asString ?? ""
-            case "UUID": uuid = value.asString ?? ""
-            case "Flags": flags = value.asStringArray ?? []
-            case "Value": self.value = value.asBytes ?? []
-            case "Notifying": notifying = value.asBool ?? false
-            case "Persistent": persistent = value.asBool ?? false
-            case "Type": type = value.asString ?? ""
-            case "NotifySockets": notifySockets = Int(value.asUInt32 ?? 0)
-            case "WriteSockets": writeSockets = Int(value.asUInt32 ?? 0)
-            case "Handle": handle = value.asUInt16 ?? 0
+            switch ControlKey(rawValue: name) {
+            case .id?: id = value.asString ?? ""
+            case .service?: service = value.asString ?? ""
+            case .uuid?: uuid = value.asString ?? ""
+            case .flags?: flags = value.asStringArray ?? []
+            case .value?: self.value = value.asBytes ?? []
+            case .notifying?: notifying = value.asBool ?? false
+            case .persistent?: persistent = value.asBool ?? false
+            case .type?: type = value.asString ?? ""
+            case .notifySockets?: notifySockets = Int(value.asUInt32 ?? 0)
+            case .writeSockets?: writeSockets = Int(value.asUInt32 ?? 0)
+            case .handle?: handle = value.asUInt16 ?? 0
             default: break
             }
         }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 import ArgumentParser
+import ControlAPI
 import DBusKit
 
 /// `gattctl pairing [open [SECONDS] | confirm [ADDRESS] | reject [ADDRESS]]`.
@@ -44,7 +45,7 @@ struct PairingCommand: ParsableCommand {
                 throw ValidationError("SECONDS must be 1...86400")
             }
         case .confirm, .reject:
-            guard Self.isAddress(argument) else {
+            guard ControlRequest.isAddress(argument) else {
                 throw ValidationError("\"\(argument)\" is not an address like AA:BB:CC:DD:EE:FF")
             }
         case .status:
@@ -52,35 +53,30 @@ struct PairingCommand: ParsableCommand {
         }
     }
 
-    private static func isAddress(_ text: String) -> Bool {
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        return parts.count == 6 && parts.allSatisfy { $0.count == 2 && $0.allSatisfy(\.isHexDigit) }
-    }
-
     func run() throws {
         let client = try ControlClient()
         if action == .confirm || action == .reject {
             let address = argument?.uppercased() ?? ""
-            _ = try client.call(action == .confirm ? "ConfirmPairing" : "RejectPairing", [.string(address)])
+            _ = try client.call(action == .confirm ? .confirmPairing : .rejectPairing, [.string(address)])
             let word = action == .confirm ? "confirmed" : "rejected"
             printLine(address.isEmpty ? "pairing \(word)" : "\(address): \(word)")
             return
         }
         if action == .open {
-            let reply = try client.call("OpenPairing", [.uint32(seconds ?? 0)])
+            let reply = try client.call(.openPairing, [.uint32(seconds ?? 0)])
             printLine("pairing open for \(reply.first?.asUInt32 ?? seconds ?? 0) s")
             return
         }
         let status = try client.status()
-        let value = { (name: String) in status.first { $0.0 == name }?.1 }
-        let mode = value("Pairing")?.asString ?? "none"
+        let value = { (key: ControlKey) in status.first { $0.0 == key.rawValue }?.1 }
+        let mode = value(.pairing)?.asString ?? "none"
         guard mode != "none" else {
             printLine("pairing none: gattd does not pair")
             return
         }
-        let pairable = value("Pairable")?.asString ?? ""
-        let open = value("PairingOpen")?.asBool ?? false
-        let left = value("PairingSecondsLeft")?.asUInt32 ?? 0
+        let pairable = value(.pairable)?.asString ?? ""
+        let open = value(.pairingOpen)?.asBool ?? false
+        let left = value(.pairingSecondsLeft)?.asUInt32 ?? 0
         let state: String
         switch (open, pairable) {
         case (true, "always"): state = "open (always)"
@@ -132,28 +128,28 @@ struct BondsCommand: ParsableCommand {
     func run() throws {
         let client = try ControlClient()
         if action == .remove, let address {
-            _ = try client.call("RemoveBond", [.string(address)])
+            _ = try client.call(.removeBond, [.string(address)])
             printLine("\(address.uppercased()): removed")
             return
         }
-        let bonds = try client.call("ListBonds").first?.asArray ?? []
+        let bonds = try client.call(.listBonds).first?.asArray ?? []
         var objects: [JSONText.Value] = []
         for bond in bonds {
-            let address = bond.variantDictionaryValue("Address")?.asString ?? ""
-            let name = bond.variantDictionaryValue("Name")?.asString
-            let flag = { (key: String) in bond.variantDictionaryValue(key)?.asBool ?? false }
+            let address = bond.variantDictionaryValue(ControlKey.address.rawValue)?.asString ?? ""
+            let name = bond.variantDictionaryValue(ControlKey.name.rawValue)?.asString
+            let flag = { (key: ControlKey) in bond.variantDictionaryValue(key.rawValue)?.asBool ?? false }
             if json {
                 objects.append(
                     .object([
                         ("address", .string(address)), ("name", name.map { .string($0) } ?? .null),
-                        ("paired", .bool(flag("Paired"))), ("bonded", .bool(flag("Bonded"))),
-                        ("trusted", .bool(flag("Trusted"))), ("connected", .bool(flag("Connected"))),
+                        ("paired", .bool(flag(.paired))), ("bonded", .bool(flag(.bonded))),
+                        ("trusted", .bool(flag(.trusted))), ("connected", .bool(flag(.connected))),
                     ]))
                 continue
             }
-            var words = [address, name ?? "-", flag("Bonded") ? "bonded" : "paired"]
-            if flag("Trusted") { words.append("trusted") }
-            if flag("Connected") { words.append("connected") }
+            var words = [address, name ?? "-", flag(.bonded) ? "bonded" : "paired"]
+            if flag(.trusted) { words.append("trusted") }
+            if flag(.connected) { words.append("connected") }
             printLine(words.joined(separator: " "))
         }
         if json { printLine(JSONText.render(.array(objects))) }

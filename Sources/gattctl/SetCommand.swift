@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 import ArgumentParser
+import ControlAPI
 import BLEModel
 import DBusKit
 
@@ -95,11 +96,11 @@ struct SetCommand: ParsableCommand {
         if let to {
             let centrals = to.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
             _ = try client.call(
-                "SetValueWithOptions",
-                [.string(id), .bytes(bytes), .variantDictionary([("centrals", .stringArray(centrals))])])
+                .setValueWithOptions,
+                [.string(id), .bytes(bytes), ControlKey.dictionary([(.centrals, .stringArray(centrals))])])
             return
         }
-        _ = try client.call("SetValue", [.string(id), .bytes(bytes)])
+        _ = try client.call(.setValue, [.string(id), .bytes(bytes)])
     }
 }
 

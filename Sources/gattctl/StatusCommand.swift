@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 import ArgumentParser
+import ControlAPI
 import DBusKit
 
 /// `gattctl status`: adapter, registration, advertisements, subscriptions, last error.
@@ -15,24 +16,24 @@ struct StatusCommand: ParsableCommand {
 
     func run() throws {
         let status = try ControlClient().status()
-        let value = { (name: String) in status.first { $0.0 == name }?.1 }
-        let adverts = (value("Advertisements")?.dictionaryEntries ?? []).map {
+        let value = { (key: ControlKey) in status.first { $0.0 == key.rawValue }?.1 }
+        let adverts = (value(.advertisements)?.dictionaryEntries ?? []).map {
             ($0.key.asString ?? "", $0.value.asString ?? "")
         }
-        let registered = value("Registered")?.asBool ?? false
-        let subscriptions = Int(value("Subscriptions")?.asUInt32 ?? 0)
-        let lastError = value("LastError")?.asString ?? ""
-        let pairing = value("Pairing")?.asString ?? "none"
-        let pairingOpen = value("PairingOpen")?.asBool ?? false
-        let bondedOnly = value("BondedOnly")?.asBool ?? false
+        let registered = value(.registered)?.asBool ?? false
+        let subscriptions = Int(value(.subscriptions)?.asUInt32 ?? 0)
+        let lastError = value(.lastError)?.asString ?? ""
+        let pairing = value(.pairing)?.asString ?? "none"
+        let pairingOpen = value(.pairingOpen)?.asBool ?? false
+        let bondedOnly = value(.bondedOnly)?.asBool ?? false
         if json {
             printLine(
                 JSONText.render(
                     .object([
-                        ("version", .string(value("Version")?.asString ?? "")),
-                        ("adapter", .string(value("Adapter")?.asString ?? "")),
+                        ("version", .string(value(.version)?.asString ?? "")),
+                        ("adapter", .string(value(.adapter)?.asString ?? "")),
                         ("registered", .bool(registered)),
-                        ("registration", .string(value("Registration")?.asString ?? "")),
+                        ("registration", .string(value(.registration)?.asString ?? "")),
                         ("advertisements", .object(adverts.map { ($0.0, .string($0.1)) })),
                         ("subscriptions", .number(subscriptions)),
                         ("pairing", .string(pairing)), ("pairingOpen", .bool(pairingOpen)),
@@ -41,10 +42,10 @@ struct StatusCommand: ParsableCommand {
                     ])))
             return
         }
-        let adapter = value("Adapter")?.asString ?? ""
-        printLine("gattd \(value("Version")?.asString ?? "?")")
+        let adapter = value(.adapter)?.asString ?? ""
+        printLine("gattd \(value(.version)?.asString ?? "?")")
         printLine("adapter:        \(adapter.isEmpty ? "(none)" : adapter)")
-        printLine("registered:     \(registered ? "yes" : "no") (\(value("Registration")?.asString ?? ""))")
+        printLine("registered:     \(registered ? "yes" : "no") (\(value(.registration)?.asString ?? ""))")
         if adverts.isEmpty {
             printLine("advertisements: (none)")
         } else {

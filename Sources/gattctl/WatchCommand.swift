@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 import ArgumentParser
-import Control
+import ControlAPI
 import DBusKit
 import Glibc
 
@@ -51,7 +51,7 @@ struct WatchCommand: ParsableCommand {
         // The match rules were sent before this call, so the bus applies them first: once
         // gattd answers, no event after this point is missed. gattd sends the signals only
         // while someone is subscribed, and forgets us when we leave the bus.
-        _ = try client.call("Subscribe")
+        _ = try client.call(.subscribe)
         printError("watching \(ControlNames.busName) (Ctrl-C to stop)")
         let signals = [SIGINT, SIGTERM].map { signo in client.loop.onSignal(signo) { exitStatus = .ok } }
         while exitStatus == nil {
@@ -63,47 +63,48 @@ struct WatchCommand: ParsableCommand {
 
     /// One line for a signal of org.gattd.Manager1; nil for one this gattctl does not know.
     private func render(_ member: String, _ arguments: [DBusValue]) -> String? {
+        guard let signal = ControlSignal(rawValue: member) else { return nil }
         let strings = arguments.map(\.asString)
-        switch (member, arguments.count) {
-        case ("ValueWritten", 3), ("ValueChanged", 3):
+        switch (signal, arguments.count) {
+        case (.valueWritten, 3), (.valueChanged, 3):
             guard let id = strings[0], let bytes = arguments[1].asBytes, let detail = strings[2] else { return nil }
-            return member == "ValueWritten"
+            return signal == .valueWritten
                 ? valueLine("written", id, bytes, ("device", detail)) : valueLine("changed", id, bytes, ("origin", detail))
-        case ("SubscriptionChanged", 2):
+        case (.subscriptionChanged, 2):
             guard let id = strings[0], let notifying = arguments[1].asBool else { return nil }
             return event(notifying ? "subscribed" : "unsubscribed", [("id", id)])
-        case ("CentralSubscriptionChanged", 3):
+        case (.centralSubscriptionChanged, 3):
             guard let id = strings[0], let device = arguments[1].asObjectPath, let subscribed = arguments[2].asBool else {
                 return nil
             }
             return event(subscribed ? "central-subscribed" : "central-unsubscribed", [("id", id), ("device", device.rawValue)])
-        case ("CentralConnected", 2), ("CentralDisconnected", 2):
+        case (.centralConnected, 2), (.centralDisconnected, 2):
             guard let device = arguments[0].asObjectPath else { return nil }
-            var fields = [("address", arguments[1].variantDictionaryValue("Address")?.asString ?? "")]
-            if let name = arguments[1].variantDictionaryValue("Name")?.asString { fields.append(("name", name)) }
-            if let mtu = arguments[1].variantDictionaryValue("MTU")?.asUInt16 { fields.append(("mtu", "\(mtu)")) }
+            var fields = [("address", arguments[1].variantDictionaryValue(ControlKey.address.rawValue)?.asString ?? "")]
+            if let name = arguments[1].variantDictionaryValue(ControlKey.name.rawValue)?.asString { fields.append(("name", name)) }
+            if let mtu = arguments[1].variantDictionaryValue(ControlKey.mtu.rawValue)?.asUInt16 { fields.append(("mtu", "\(mtu)")) }
             fields.append(("device", device.rawValue))
-            return event(member == "CentralConnected" ? "connected" : "disconnected", fields)
-        case ("AdapterChanged", 2):
+            return event(signal == .centralConnected ? "connected" : "disconnected", fields)
+        case (.adapterChanged, 2):
             guard let adapter = strings[0], let state = strings[1] else { return nil }
             return event("adapter", [("adapter", adapter), ("state", state)])
-        case ("AdvertisementChanged", 2):
+        case (.advertisementChanged, 2):
             guard let id = strings[0], let state = strings[1] else { return nil }
             return event("advertisement", [("id", id), ("state", state)])
-        case ("ReadyToUpdate", 1):
+        case (.readyToUpdate, 1):
             guard let id = strings[0] else { return nil }
             return event("ready", [("id", id)])
-        case ("PasskeyDisplayed", 3):
+        case (.passkeyDisplayed, 3):
             guard let device = arguments[0].asObjectPath, let address = strings[1], let passkey = strings[2] else {
                 return nil
             }
             return event("passkey", [("passkey", passkey), ("address", address), ("device", device.rawValue)])
-        case ("PairingConfirmation", 3):
+        case (.pairingConfirmation, 3):
             guard let device = arguments[0].asObjectPath, let address = strings[1], let passkey = strings[2] else {
                 return nil
             }
             return event("confirm", [("passkey", passkey), ("address", address), ("device", device.rawValue)])
-        case ("PairingChanged", 2):
+        case (.pairingChanged, 2):
             guard let open = arguments[0].asBool, let seconds = arguments[1].asUInt32 else { return nil }
             return event("pairing", [("state", open ? "open" : "closed")] + (open && seconds > 0 ? [("seconds", "\(seconds)")] : []))
         default:

@@ -3,6 +3,7 @@
 import BLEModel
 import BlueZ
 import Control
+import ControlAPI
 import DBusKit
 import DaemonCore
 import Glibc

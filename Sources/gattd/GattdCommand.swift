@@ -2,6 +2,7 @@
 
 import BLEModel
 import Control
+import ControlAPI
 import DaemonCore
 import Glibc
 import SystemdKit

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 import BlueZ
 import Control
+import ControlAPI
 import DBusKit
 import TestSupport
 import Testing

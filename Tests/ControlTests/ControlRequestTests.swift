@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 import Control
+import ControlAPI
 import DBusKit
 import Testing
 

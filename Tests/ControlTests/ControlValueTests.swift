@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 import BLEModel
 import Control
+import ControlAPI
 import DBusKit
 import DaemonCore
 import TestSupport

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Several centrals at once (issue 24): the 5.66 double AcquireNotify, values sent to
+"""Several centrals at once: the 5.66 double AcquireNotify, values sent to
 chosen centrals only, and the connected centrals in the control API and gattctl.
 
 The stand-in plays bluetoothd's two socket models (Tests/standin/acquired.py): "shared"

@@ -12,7 +12,7 @@
 //   readers agree, the wire-bytes one of the hot path included), and `ControlRequest` for
 //   each org.gattd.Manager1 method.
 import CDBus
-import Control
+import ControlAPI
 import FuzzSupport
 import Glibc
 @testable import BlueZ

@@ -38,18 +38,20 @@ public enum ControlRequest: Equatable, Sendable {
     /// One method of `org.gattd.Manager1`, written once: its name, its signatures, and how
     /// its arguments become a request. `ControlManager`'s interface is made from these rows.
     public struct Method: Sendable {
-        public let name: String
+        public let method: ControlMethod
+        /// The member name, `method`'s spelling.
+        public var name: String { method.rawValue }
         public let inSignature: String
         public let outSignature: String
         /// The request the arguments make; they already have `inSignature`. Throws
         /// `InvalidArgs` naming the method for a value the signature cannot rule out.
-        let decode: @Sendable ([DBusValue]) throws(DBusError) -> ControlRequest
+        public let decode: @Sendable ([DBusValue]) throws(DBusError) -> ControlRequest
 
         init(
-            _ name: String, in inSignature: String = "", out outSignature: String = "",
+            _ method: ControlMethod, in inSignature: String = "", out outSignature: String = "",
             _ decode: @escaping @Sendable ([DBusValue]) throws(DBusError) -> ControlRequest
         ) {
-            self.name = name
+            self.method = method
             self.inSignature = inSignature
             self.outSignature = outSignature
             self.decode = decode
@@ -58,13 +60,13 @@ public enum ControlRequest: Equatable, Sendable {
 
     /// The control API's methods, in the order introspection lists them (docs/control-api.md).
     public static let methods: [Method] = [
-        Method("ListCharacteristics", out: "aa{sv}") { _ in .listCharacteristics },
-        Method("GetValue", in: "s", out: "ay") { .getValue(id: id($0)) },
-        Method("SetValue", in: "say") { .setValue(id: id($0), value: $0[1].asBytes ?? []) },
-        Method("SetValueWithOptions", in: "saya{sv}") { arguments throws(DBusError) in
+        Method(.listCharacteristics, out: "aa{sv}") { _ in .listCharacteristics },
+        Method(.getValue, in: "s", out: "ay") { .getValue(id: id($0)) },
+        Method(.setValue, in: "say") { .setValue(id: id($0), value: $0[1].asBytes ?? []) },
+        Method(.setValueWithOptions, in: "saya{sv}") { arguments throws(DBusError) in
             var centrals: [String]?
             for (key, value) in arguments[2].variantDictionaryEntries ?? [] {
-                guard key == "centrals" else {
+                guard key == ControlKey.centrals.rawValue else {
                     throw .invalidArgs("SetValueWithOptions: unknown option \"\(key)\" (known: centrals)")
                 }
                 guard let addresses = value.asStringArray else {
@@ -74,15 +76,15 @@ public enum ControlRequest: Equatable, Sendable {
             }
             return .setValueWithOptions(id: id(arguments), value: arguments[1].asBytes ?? [], centrals: centrals)
         },
-        Method("StartAdvertising", in: "s") { .setAdvertising(id: id($0), enabled: true) },
-        Method("StopAdvertising", in: "s") { .setAdvertising(id: id($0), enabled: false) },
-        Method("SetAdvertisementData", in: "ssb") {
+        Method(.startAdvertising, in: "s") { .setAdvertising(id: id($0), enabled: true) },
+        Method(.stopAdvertising, in: "s") { .setAdvertising(id: id($0), enabled: false) },
+        Method(.setAdvertisementData, in: "ssb") {
             .setAdvertisementData(id: id($0), changes: $0[1].asString ?? "", persist: $0[2].asBool ?? false)
         },
-        Method("GetStatus", out: "a{sv}") { _ in .getStatus },
-        Method("Subscribe") { _ in .subscribe },
-        Method("Unsubscribe") { _ in .unsubscribe },
-        Method("RegisterHandler", in: "oasa{sv}") { arguments throws(DBusError) in
+        Method(.getStatus, out: "a{sv}") { _ in .getStatus },
+        Method(.subscribe) { _ in .subscribe },
+        Method(.unsubscribe) { _ in .unsubscribe },
+        Method(.registerHandler, in: "oasa{sv}") { arguments throws(DBusError) in
             guard let object = arguments[0].asObjectPath, let ids = arguments[1].asStringArray else {
                 throw .invalidArgs("RegisterHandler takes (oasa{sv})")
             }
@@ -92,31 +94,31 @@ public enum ControlRequest: Equatable, Sendable {
             }
             return .registerHandler(object: object, ids: ids)
         },
-        Method("UnregisterHandler", in: "o") { arguments throws(DBusError) in
+        Method(.unregisterHandler, in: "o") { arguments throws(DBusError) in
             guard let object = arguments[0].asObjectPath else { throw .invalidArgs("UnregisterHandler takes (o)") }
             return .unregisterHandler(object: object)
         },
-        Method("OpenPairing", in: "u", out: "u") { arguments throws(DBusError) in
+        Method(.openPairing, in: "u", out: "u") { arguments throws(DBusError) in
             let seconds = arguments[0].asUInt32 ?? 0
             guard seconds <= 86_400 else { throw .invalidArgs("OpenPairing: at most 86400 seconds, got \(seconds)") }
             return .openPairing(seconds: Int(seconds))
         },
-        Method("ConfirmPairing", in: "s") { arguments throws(DBusError) in
+        Method(.confirmPairing, in: "s") { arguments throws(DBusError) in
             .decidePairing(address: try pendingAddress(arguments, method: "ConfirmPairing"), accept: true)
         },
-        Method("RejectPairing", in: "s") { arguments throws(DBusError) in
+        Method(.rejectPairing, in: "s") { arguments throws(DBusError) in
             .decidePairing(address: try pendingAddress(arguments, method: "RejectPairing"), accept: false)
         },
-        Method("ListBonds", out: "aa{sv}") { _ in .listBonds },
-        Method("ListCentrals", out: "aa{sv}") { _ in .listCentrals },
-        Method("DisconnectCentral", in: "s") { arguments throws(DBusError) in
+        Method(.listBonds, out: "aa{sv}") { _ in .listBonds },
+        Method(.listCentrals, out: "aa{sv}") { _ in .listCentrals },
+        Method(.disconnectCentral, in: "s") { arguments throws(DBusError) in
             let address = id(arguments)
             guard isAddress(address) else {
                 throw .invalidArgs("DisconnectCentral: \"\(address)\" is not an address like AA:BB:CC:DD:EE:FF")
             }
             return .disconnectCentral(address: address.uppercased())
         },
-        Method("RemoveBond", in: "s") { arguments throws(DBusError) in
+        Method(.removeBond, in: "s") { arguments throws(DBusError) in
             let address = id(arguments)
             guard isAddress(address) else {
                 throw .invalidArgs("RemoveBond: \"\(address)\" is not an address like AA:BB:CC:DD:EE:FF")
@@ -165,8 +167,9 @@ public enum ControlRequest: Equatable, Sendable {
         return seen
     }
 
-    /// `AA:BB:CC:DD:EE:FF`, hex digits of either case.
-    static func isAddress(_ text: String) -> Bool {
+    /// `AA:BB:CC:DD:EE:FF`, ASCII hex digits of either case: the one address check, the
+    /// daemon's and gattctl's.
+    public static func isAddress(_ text: String) -> Bool {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         return parts.count == 6
             && parts.allSatisfy { part in
