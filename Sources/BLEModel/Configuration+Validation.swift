@@ -188,6 +188,9 @@ extension Configuration {
                         + "central; use \"write-without-response\" alone")
             }
         }
+        if let rule = characteristic.accept, context.intact(path, "accept") {
+            validate(rule, of: characteristic, into: &context)
+        }
         if let hook = characteristic.onWrite, context.intact(path, "onWrite") {
             if !flags.allowsWrite && !flags.allowsWriteWithoutResponse {
                 context.error(path + ".onWrite", "onWrite needs a writable characteristic (flag \"write\")")
@@ -197,6 +200,38 @@ extension Configuration {
                     "cannot decide writes to a characteristic with \"write-without-response\": bluetoothd "
                         + "acknowledges them itself")
             }
+        }
+    }
+
+    /// `accept`: only where gattd can refuse a write, satisfiable within the length
+    /// bounds, and met by the initial value.
+    private func validate(
+        _ rule: AcceptRule, of characteristic: CharacteristicDefinition, into context: inout DecodingContext
+    ) {
+        let path = characteristic.sourcePath
+        let flags = characteristic.flags
+        if flags.allowsWriteWithoutResponse {
+            context.error(
+                path + ".accept",
+                "cannot refuse writes to a characteristic with \"write-without-response\": bluetoothd "
+                    + "acknowledges them itself; use \"write\" alone")
+        } else if !flags.allowsWrite {
+            context.error(path + ".accept", "accept needs a writable characteristic (flag \"write\")")
+        }
+        let width = rule.type.byteCount
+        if context.intact(path, "minLength", "maxLength"),
+            !(characteristic.minLength...max(characteristic.minLength, characteristic.maxLength)).contains(width)
+        {
+            context.error(
+                path + ".accept",
+                "no write could pass: a \(rule.type.rawValue) is \(width) byte(s), outside minLength...maxLength "
+                    + "\(characteristic.minLength)...\(characteristic.maxLength)")
+        }
+        if context.intact(path, "value"), characteristic.value.count == width, rule.refusal(of: characteristic.value) != nil {
+            let shown = rule.type.decode(characteristic.value) ?? "?"
+            context.error(
+                path + ".value", "initial value \(shown) is not accepted by its own rule (\(rule.summary))",
+                at: context.position(of: path + ".value"))
         }
     }
 

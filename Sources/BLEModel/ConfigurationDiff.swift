@@ -9,7 +9,7 @@
 ///   `InterfacesAdded` on a registered application (docs/bluez-contract.md §1), so any
 ///   of these means registering again.
 /// - `behaviourChanges`: `persist`, `update`, `notifyIntervalMs`, `onWrite`, `delivery`,
-///   `queueLength` or `handler` of a characteristic kept in the tree; they need a new
+///   `queueLength`, `handler` or `accept` of a characteristic kept in the tree; they need a new
 ///   attribute database too.
 /// - `initialValues`: a configured `value` changed on an attribute kept in the tree;
 ///   applied in place to attributes nobody has written.
@@ -166,7 +166,7 @@ extension ConfigurationDiff {
                 && previous.notifyIntervalMs == characteristic.notifyIntervalMs
                 && previous.onWrite == characteristic.onWrite
                 && previous.delivery == characteristic.delivery && previous.queueLength == characteristic.queueLength
-                && previous.handler == characteristic.handler
+                && previous.handler == characteristic.handler && previous.accept == characteristic.accept
             return same ? nil : characteristic.id
         }
     }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 public import DBusKit
+public import DaemonCore
 
 /// A call to `org.gattd.Manager1`, decoded from its member name and arguments.
 ///
@@ -20,8 +21,9 @@ public enum ControlRequest: Equatable, Sendable {
     case getStatus
     case subscribe
     case unsubscribe
-    /// A program's object at `object` claims `ids` (characteristics and descriptors).
-    case registerHandler(object: ObjectPath, ids: [String])
+    /// A program's object at `object` claims `operations` of `ids` (characteristics and
+    /// descriptors).
+    case registerHandler(object: ObjectPath, ids: [String], operations: HandlerOperations)
     case unregisterHandler(object: ObjectPath)
     /// Open the pairing window for this many seconds (0: the configured length).
     case openPairing(seconds: Int)
@@ -87,10 +89,14 @@ public enum ControlRequest: Equatable, Sendable {
                 throw .invalidArgs("RegisterHandler takes (oasa{sv})")
             }
             guard !ids.isEmpty else { throw .invalidArgs("RegisterHandler: name at least one id") }
-            if let key = arguments[2].variantDictionaryEntries?.first?.0 {
-                throw .invalidArgs("RegisterHandler: unknown option \"\(key)\" (none are defined yet)")
+            var operations = HandlerOperations.both
+            for (key, value) in arguments[2].variantDictionaryEntries ?? [] {
+                guard key == "operations" else {
+                    throw .invalidArgs("RegisterHandler: unknown option \"\(key)\" (known: \"operations\")")
+                }
+                operations = try handlerOperations(value)
             }
-            return .registerHandler(object: object, ids: ids)
+            return .registerHandler(object: object, ids: ids, operations: operations)
         },
         Method("UnregisterHandler", in: "o") { arguments throws(DBusError) in
             guard let object = arguments[0].asObjectPath else { throw .invalidArgs("UnregisterHandler takes (o)") }
@@ -146,6 +152,23 @@ public enum ControlRequest: Equatable, Sendable {
             throw .invalidArgs("\(method): \"\(address)\" is not an address like AA:BB:CC:DD:EE:FF (or \"\")")
         }
         return address.uppercased()
+    }
+
+    /// `RegisterHandler`'s `operations` (`as`): a non-empty list of `read` and `write`.
+    static func handlerOperations(_ value: DBusValue) throws(DBusError) -> HandlerOperations {
+        guard let names = value.asStringArray, !names.isEmpty else {
+            throw .invalidArgs("RegisterHandler: option operations is a non-empty array of strings (as): read, write")
+        }
+        var operations: HandlerOperations = []
+        for name in names {
+            switch name {
+            case "read": operations.insert(.read)
+            case "write": operations.insert(.write)
+            default:
+                throw .invalidArgs("RegisterHandler: unknown operation \"\(name)\" (read, write)")
+            }
+        }
+        return operations
     }
 
     /// The first argument, an id (or an address).

@@ -29,6 +29,7 @@ public final class AttributeDatabase {
                     minLength: characteristic.minLength, maxLength: characteristic.maxLength,
                     value: characteristic.value)
                 if let handling = characteristic.handler { attribute.handling = handling }
+                attribute.accept = characteristic.accept
                 add(attribute)
                 for descriptor in characteristic.descriptors {
                     add(
