@@ -53,7 +53,10 @@ struct GattdCommand {
             printError("\(path): \(count) error\(count == 1 ? "" : "s"); nothing was started")
             return 78
         }
-        for warning in loaded.warnings { printError(warning.located(in: path)) }
+        let configuration = loaded.configuration
+        for warning in loaded.warnings + ServiceSandbox.warnings(for: configuration) + configuration.discoveryWarnings {
+            printError(warning.located(in: path))
+        }
         if options.check {
             print(CheckReport(path: path, configuration: loaded.configuration).text)
             return 0
