@@ -67,6 +67,11 @@ public enum ServiceSandbox {
     static func programProblems(_ program: String) -> [String] {
         guard program.hasPrefix("/") else { return [] }
         if let reason = hiddenReason(program) { return ["\(program) \(reason)"] }
+        return fileProblems(program)
+    }
+
+    /// Whether user `gattd` can run the file at `program`, wherever it is.
+    static func fileProblems(_ program: String) -> [String] {
         var info = stat()
         guard stat(program, &info) == 0 else {
             return ["\(program) does not exist (\(String(cString: strerror(errno))))"]
