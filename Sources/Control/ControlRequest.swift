@@ -92,7 +92,7 @@ public enum ControlRequest: Equatable, Sendable {
             var operations = HandlerOperations.both
             for (key, value) in arguments[2].variantDictionaryEntries ?? [] {
                 guard key == "operations" else {
-                    throw .invalidArgs("RegisterHandler: unknown option \"\(key)\" (known: \"operations\")")
+                    throw .invalidArgs("RegisterHandler: unknown option \"\(key)\" (known: operations)")
                 }
                 operations = try handlerOperations(value)
             }
@@ -157,7 +157,7 @@ public enum ControlRequest: Equatable, Sendable {
     /// `RegisterHandler`'s `operations` (`as`): a non-empty list of `read` and `write`.
     static func handlerOperations(_ value: DBusValue) throws(DBusError) -> HandlerOperations {
         guard let names = value.asStringArray, !names.isEmpty else {
-            throw .invalidArgs("RegisterHandler: option operations is a non-empty array of strings (as): read, write")
+            throw .invalidArgs("RegisterHandler: option operations takes a non-empty array of strings (as): read, write")
         }
         var operations: HandlerOperations = []
         for name in names {
