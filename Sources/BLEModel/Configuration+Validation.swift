@@ -226,6 +226,12 @@ extension Configuration {
                     path + ".onWrite.decides",
                     "cannot decide writes to a characteristic with \"write-without-response\": bluetoothd "
                         + "acknowledges them itself")
+            } else if hook.decides, characteristic.handler != nil, context.intact(path, "handler") {
+                context.warning(
+                    path + ".onWrite.decides",
+                    "while a program's handler takes this characteristic's writes it decides them and this hook "
+                        + "is not asked; the hook decides only when no handler is registered (with \"fallback\": "
+                        + "\"value\") or the handler took only the reads")
             }
         }
     }

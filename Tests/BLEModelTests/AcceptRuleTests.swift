@@ -141,6 +141,17 @@ struct AcceptRuleTests {
         #expect(try warnings(notifyOnly) == [], "nobody reads it: pausing is what saves the work")
     }
 
+    @Test("a deciding hook beside a handler is a warning: the handler decides while it is there")
+    func hookBesideHandler() throws {
+        let text = document(
+            #""flags": ["write"], "handler": {"fallback": "value"}, "#
+                + #""onWrite": {"argv": ["/bin/true"], "decides": true}"#)
+        #expect(try warnings(text).count == 1)
+        #expect(try warnings(text)[0].hasPrefix(
+            "warning: services[0].characteristics[0].onWrite.decides: while a program's handler takes"))
+        #expect(try warnings(text.replacingOccurrences(of: #""decides": true"#, with: #""decides": false"#)) == [])
+    }
+
     @Test("no advertisement, or none enabled, is a warning")
     func noAdvertisement() throws {
         func warnings(_ text: String) throws -> [String] {
