@@ -36,12 +36,13 @@ public final class Attribute {
     /// The handler's deadline and what happens without one (`handler` in the definition).
     public internal(set) var handling = HandlerDefinition()
     /// The values a central's write may leave (`accept` in the definition), checked before
-    /// any handler or hook; nil for none.
-    public internal(set) var accept: AcceptRule?
+    /// any handler or hook; nil for none. A `let`: the write path reads it on every write,
+    /// and a constant needs no exclusivity check.
+    public let accept: AcceptRule?
 
     init(
         id: String, uuid: BluetoothUUID, kind: Kind, access: AttributeAccess,
-        minLength: Int, maxLength: Int, value: [UInt8]
+        minLength: Int, maxLength: Int, value: [UInt8], accept: AcceptRule? = nil
     ) {
         self.id = id
         self.uuid = uuid
@@ -51,6 +52,7 @@ public final class Attribute {
         self.maxLength = maxLength
         self.initialValue = value
         self.value = value
+        self.accept = accept
     }
 
     public var isCharacteristic: Bool {
