@@ -48,7 +48,7 @@ public struct AcceptRule: Sendable, Equatable {
 
     /// The first application error (Core Spec Vol 3 Part F §3.4.1.1). The spec's own codes
     /// for this, 0x13 Value Not Allowed (ATT) and 0xFF Out of Range (CSS Part B §1.2), cannot
-    /// be sent by an application through bluetoothd (docs/bluez-contract.md §1.4: it maps
+    /// be sent by an application through bluetoothd (docs/bluez-contract.md §4: it maps
     /// any other number to 0x0E).
     public static let defaultError = GATTError.application(0x80)
 
