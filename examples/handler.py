@@ -6,9 +6,12 @@ It registers an org.gattd.Handler1 object for three characteristics of handler.j
 
 - `temperature`: every read gets a fresh reading (int16, 0.01 degC), from SENSOR_FILE (an
   iio/thermal file in millidegrees) when given, else a simulated one;
-- `setpoint`: writes are decided here: 10.00 to 30.00 degC is accepted (gattd then stores,
-  saves and notifies it as any write), anything else is refused with ATT error 0x80
-  (`org.gattd.Att.Application0x80`), which the central sees;
+- `setpoint`: only its writes are decided here (RegisterHandler's "operations": ["write"]);
+  its reads are served by gattd from its store. handler.json's `accept` rule already
+  refuses anything outside 10.00 to 30.00 degC with ATT error 0x80 ("value refused")
+  before this program is asked; this program checks its own input again and refuses with
+  the same 0x80 (`org.gattd.Att.Application0x80`). An accepted value is stored, saved and
+  notified by gattd as any write;
 - `report`: a text longer than one ATT packet, new at each read; gattd asks once per read
   sequence, so a central's long read never mixes two reports;
 - `samples` (`delivery: "all"`): with --stream-hz, every reading is sent as a sample
@@ -17,9 +20,11 @@ It registers an org.gattd.Handler1 object for three characteristics of handler.j
   false, then peripheralManagerIsReady).
 
 This is CoreBluetooth's didReceiveRead / didReceiveWrite with respond(to:withResult:), over
-D-Bus. If this program stops, gattd serves the stored value (temperature, report) or
-refuses with 0x80 (setpoint), as handler.json says. Uses Debian's python3-dbus and
-python3-gi; run as root or as a member of group gattd.
+D-Bus. If this program is not running, gattd serves the stored value (temperature, report)
+or refuses setpoint's writes with 0x81 ("program not running", handler.json's fallback), so
+a central can tell that from 0x80. The program registers again whenever gattd (org.gattd)
+comes back on the bus, and waits for it at start. Uses Debian's python3-dbus and python3-gi;
+run as a member of group gattd (or root), or with examples/handler.service.
 
     examples/handler.py [--sensor-file /sys/class/thermal/thermal_zone0/temp] [--stream-hz 10]
 """
@@ -75,8 +80,14 @@ class Thermostat(dbus.service.Object):
             raise AttError("WriteNotPermitted", "not served here: %s" % characteristic)
         (setpoint,) = struct.unpack("<h", bytes(value))
         if not 1000 <= setpoint <= 3000:
+            # handler.json's accept rule refuses these first; a program checks its input anyway.
             raise AttError("Application0x80", "setpoint %.2f C is outside 10-30 C" % (setpoint / 100))
         print("setpoint %.2f C from %s" % (setpoint / 100, request.get("device", "?")), flush=True)
+
+
+def operations(*names):
+    """RegisterHandler's options: serve only these operations ("read", "write")."""
+    return dbus.Dictionary({"operations": dbus.Array(names, signature="s")}, signature="sv")
 
 
 class Stream:
@@ -98,7 +109,7 @@ class Stream:
         return True
 
     def send(self):
-        if self.waiting or not self.pending:
+        if self.waiting or not self.pending or self.manager is None:
             return
         self.waiting = True
         self.manager.SetValue("samples", dbus.ByteArray(self.pending[0]),
@@ -132,20 +143,47 @@ def main():
     dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
     bus = dbus.SystemBus()
     thermostat = Thermostat(bus, args.sensor_file)
-    manager = dbus.Interface(bus.get_object("org.gattd", "/org/gattd"), "org.gattd.Manager1")
-    manager.RegisterHandler(OBJECT, ["temperature", "setpoint", "report"], dbus.Dictionary({}, signature="sv"))
-    print("handler registered", flush=True)
+    stream = None
+    loop = GLib.MainLoop()
+    status = {"exit": 0}
+    registrations = {"count": 0}
+
+    def gattd_owner(owner):
+        """org.gattd got an owner (at start, or gattd came back): register (again).
+        Claims end when gattd stops, so each new gattd is told afresh."""
+        if not owner:
+            print("gattd is gone; waiting for it to come back", flush=True)
+            return
+        manager = dbus.Interface(bus.get_object("org.gattd", "/org/gattd"), "org.gattd.Manager1")
+        try:
+            # temperature and report: reads only (neither is writable); setpoint: writes
+            # only, its reads are gattd's stored value.
+            manager.RegisterHandler(OBJECT, ["temperature", "report"], operations("read"))
+            manager.RegisterHandler(OBJECT, ["setpoint"], operations("write"))
+        except dbus.DBusException as error:
+            print("handler refused: %s: %s" % (error.get_dbus_name(), error.get_dbus_message()),
+                  file=sys.stderr, flush=True)
+            status["exit"] = 1
+            loop.quit()
+            return
+        registrations["count"] += 1
+        print("handler registered" + (" again" if registrations["count"] > 1 else ""), flush=True)
+        if stream is not None:
+            stream.manager = manager
+            manager.Subscribe()  # signals go only to subscribed clients
+            stream.waiting = False
+            stream.send()
+
     if args.stream_hz > 0:
-        stream = Stream(manager, thermostat, args.samples)
+        stream = Stream(None, thermostat, args.samples)
         bus.add_signal_receiver(stream.ready, signal_name="ReadyToUpdate", dbus_interface="org.gattd.Manager1",
                                 bus_name="org.gattd", path="/org/gattd")
-        manager.Subscribe()  # signals go only to subscribed clients
         GLib.timeout_add(max(1, int(1000 / args.stream_hz)), stream.tick)
-    loop = GLib.MainLoop()
+    bus.watch_name_owner("org.gattd", gattd_owner)  # called now with the current owner, then on each change
     GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, 15, loop.quit)
     loop.run()
     del thermostat
-    return 0
+    return status["exit"]
 
 
 if __name__ == "__main__":

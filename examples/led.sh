@@ -5,9 +5,10 @@
 #    LED_PATH (default /sys/class/leds/led0/brightness);
 #  - `uptime` is set from /proc/uptime every INTERVAL seconds (default 5); subscribed
 #    centrals are notified.
-# `gattctl watch` prints "written <id> <hex> ..." for each write; its exit (gattd gone)
-# ends the script. Run as root or as a member of group gattd:
-#     sudo LED_PATH=/sys/class/leds/led0/brightness examples/led.sh
+# `gattctl watch` prints "written <id> <hex> ..." for each write. When gattd goes away
+# (a restart, an upgrade) the script waits for it and watches again; it ends on
+# SIGINT/SIGTERM. Run as a member of group gattd (or root), or with examples/led.service:
+#     LED_PATH=/sys/class/leds/led0/brightness examples/led.sh
 set -eu
 GATTCTL=${GATTCTL:-gattctl}
 LED_PATH=${LED_PATH:-/sys/class/leds/led0/brightness}
@@ -16,7 +17,8 @@ INTERVAL=${INTERVAL:-5}
 publish_uptime() {
     while :; do
         read -r seconds _ </proc/uptime
-        "$GATTCTL" set uptime --utf8 "${seconds%.*} s" || return
+        # fails while gattd is away (a restart): the next tick tries again
+        "$GATTCTL" set uptime --utf8 "${seconds%.*} s" || true
         sleep "$INTERVAL"
     done
 }
@@ -24,7 +26,19 @@ publish_uptime &
 publisher=$!
 events=$(mktemp -u "${TMPDIR:-/tmp}/led.XXXXXX")
 mkfifo -m 600 "$events"
-"$GATTCTL" watch >"$events" &
+# gattctl watch exits when gattd leaves the bus, and fails at once while it is away:
+# start it again, once a second, until gattd is back.
+watch_writes() {
+    child=
+    trap '[ -n "$child" ] && kill "$child" 2>/dev/null; exit 0' TERM
+    while :; do
+        "$GATTCTL" watch &
+        child=$!
+        wait "$child" || echo "led.sh: gattd is gone; watching again when it is back" >&2
+        sleep 1
+    done
+}
+watch_writes >"$events" &
 watcher=$!
 trap 'kill "$publisher" "$watcher" 2>/dev/null; rm -f "$events"' EXIT
 trap 'exit 0' INT TERM

@@ -44,6 +44,9 @@ public struct CharacteristicDefinition: Sendable, Equatable {
     /// The handle of the characteristic's value, when the definition pins it (`handle`); the
     /// declaration is the handle before it (`HandleLayout`).
     public var handle: UInt16?
+    /// Which values a central's write may leave (`accept`), checked before hooks and
+    /// handlers; nil: any value of a fitting length.
+    public var accept: AcceptRule?
     /// JSON path in the file (`services[0].characteristics[1]`); empty when built in code.
     public var sourcePath: String
 

@@ -33,8 +33,32 @@ extension Configuration {
         for advertisement in advertisements {
             validate(advertisement, into: &context)
         }
+
         validateSecurity(into: &context)
         validateHandles(into: &context)
+    }
+
+    /// What `gattd --check` (and the start) warns about beyond the file's own rules: a
+    /// definition no phone will find, because nothing advertises it. Kept out of the load's
+    /// warnings, which every reload logs and every test of a single rule would repeat.
+    public var discoveryWarnings: [ConfigurationIssue] {
+        guard !services.isEmpty, !advertisements.contains(where: \.enabled) else { return [] }
+        if advertisements.isEmpty {
+            return [
+                ConfigurationIssue(
+                    path: "",
+                    message: "no advertisement: phones will not find it (a central that knows the address can "
+                        + "still connect); add one under \"advertisements\" (config/README.md)",
+                    severity: .warning)
+            ]
+        }
+        return [
+            ConfigurationIssue(
+                path: "advertisements",
+                message: "no advertisement is enabled: phones will not find it until one is started "
+                    + "(gattctl advertise ID on)",
+                severity: .warning)
+        ]
     }
 
     /// Pinned `handle`s: in range, not overlapping, each where bluetoothd's layout puts it
@@ -188,6 +212,12 @@ extension Configuration {
                         + "central; use \"write-without-response\" alone")
             }
         }
+        if let update = characteristic.update, context.intact(path, "update", "minLength", "maxLength") {
+            warnAbout(update, of: characteristic, into: &context)
+        }
+        if let rule = characteristic.accept, context.intact(path, "accept") {
+            validate(rule, of: characteristic, into: &context)
+        }
         if let hook = characteristic.onWrite, context.intact(path, "onWrite") {
             if !flags.allowsWrite && !flags.allowsWriteWithoutResponse {
                 context.error(path + ".onWrite", "onWrite needs a writable characteristic (flag \"write\")")
@@ -196,7 +226,80 @@ extension Configuration {
                     path + ".onWrite.decides",
                     "cannot decide writes to a characteristic with \"write-without-response\": bluetoothd "
                         + "acknowledges them itself")
+            } else if hook.decides, characteristic.handler != nil, context.intact(path, "handler") {
+                context.warning(
+                    path + ".onWrite.decides",
+                    "while a program's handler takes this characteristic's writes it decides them and this hook "
+                        + "is not asked; the hook decides only when no handler is registered (with \"fallback\": "
+                        + "\"value\") or the handler took only the reads")
             }
+        }
+    }
+
+    /// What a timed update will do that its author may not expect: values of a length the
+    /// characteristic refuses (every tick dropped, logged), reads that show the initial value
+    /// while nobody is subscribed.
+    private func warnAbout(
+        _ update: UpdateDefinition, of characteristic: CharacteristicDefinition, into context: inout DecodingContext
+    ) {
+        let path = characteristic.sourcePath
+        let flags = characteristic.flags
+        if let width = update.encode?.fixedWidth,
+            !(characteristic.minLength...max(characteristic.minLength, characteristic.maxLength)).contains(width)
+        {
+            let defaulted = update.encode == .uint8Slot ? ", the default encode" : ""
+            let type = update.valueType.map { " (\($0)\(defaulted))" } ?? ""
+            context.warning(
+                path + ".update",
+                "each update is \(width) byte(s)\(type), outside minLength...maxLength "
+                    + "\(characteristic.minLength)...\(characteristic.maxLength): every value will be refused "
+                    + "(logged) and the characteristic keeps its initial value; set \"encode\" "
+                    + "(e.g. {\"uint16\": \"$\"}) or the length bounds")
+        }
+        guard !update.whileUnsubscribed, flags.allowsRead else { return }
+        if flags.allowsNotify || flags.allowsIndicate {
+            context.warning(
+                path + ".update",
+                "updates run only while a central is subscribed (\"whileUnsubscribed\": false): a central that "
+                    + "only reads sees the last value (at first the initial one); set \"whileUnsubscribed\": true "
+                    + "to keep reads current")
+        } else {
+            context.warning(
+                path + ".update",
+                "updates never run: they wait for a subscriber, and without \"notify\" or \"indicate\" no "
+                    + "central can subscribe; set \"whileUnsubscribed\": true")
+        }
+    }
+
+    /// `accept`: only where gattd can refuse a write, satisfiable within the length
+    /// bounds, and met by the initial value.
+    private func validate(
+        _ rule: AcceptRule, of characteristic: CharacteristicDefinition, into context: inout DecodingContext
+    ) {
+        let path = characteristic.sourcePath
+        let flags = characteristic.flags
+        if flags.allowsWriteWithoutResponse {
+            context.error(
+                path + ".accept",
+                "cannot refuse writes to a characteristic with \"write-without-response\": bluetoothd "
+                    + "acknowledges them itself; use \"write\" alone")
+        } else if !flags.allowsWrite {
+            context.error(path + ".accept", "accept needs a writable characteristic (flag \"write\")")
+        }
+        let width = rule.type.byteCount
+        if context.intact(path, "minLength", "maxLength"),
+            !(characteristic.minLength...max(characteristic.minLength, characteristic.maxLength)).contains(width)
+        {
+            context.error(
+                path + ".accept",
+                "no write could pass: a \(rule.type.rawValue) is \(width) byte(s), outside minLength...maxLength "
+                    + "\(characteristic.minLength)...\(characteristic.maxLength)")
+        }
+        if context.intact(path, "value"), characteristic.value.count == width, rule.refusal(of: characteristic.value) != nil {
+            let shown = rule.type.decode(characteristic.value) ?? "?"
+            context.error(
+                path + ".value", "initial value \(shown) is not accepted by its own rule (\(rule.summary))",
+                at: context.position(of: path + ".value"))
         }
     }
 

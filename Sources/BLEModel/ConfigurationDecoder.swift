@@ -11,6 +11,19 @@ struct ConfigurationDecoder {
     /// `sourcePath`s of elements whose `id` key was absent (ids to derive).
     private(set) var absentIDs: Set<String> = []
 
+    static let acceptKeys = ["min", "max", "oneOf", "error"]
+    /// Keys a user writes on a characteristic meaning a rule for its values: pointed to
+    /// `accept` (and to hooks and handlers for anything more) instead of a look-alike key.
+    static let ruleWords: Set<String> = [
+        "min", "max", "minimum", "maximum", "range", "minvalue", "maxvalue", "allowed", "values", "enum", "oneof",
+        "validate", "validation", "rule", "rules", "constraint", "limits",
+    ]
+    static func characteristicKeyAdvice(_ key: String) -> String? {
+        guard ruleWords.contains(key.lowercased()) else { return nil }
+        return "the values a central may write are given by \"accept\", e.g. \"accept\": {\"min\": 10, \"max\": 30} "
+            + "or {\"oneOf\": [0, 1, 2]} for a number-typed \"value\" (config/README.md, \"Accept rules\"); "
+            + "for any other rule, an \"onWrite\" hook with \"decides\": true or a program's handler"
+    }
     static let handlerKeys = ["timeoutMs", "fallback", "error"]
     static let descriptorKeys = ["id", "uuid", "flags", "value", "minLength", "maxLength", "handle"]
     /// Longest attribute value (ATT, Core Spec Vol 3 Part F §3.2.9).

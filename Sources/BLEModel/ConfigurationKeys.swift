@@ -293,6 +293,15 @@ public enum ConfigurationKeys {
         } differs: {
             $0.acquireWrite != $1.acquireWrite
         },
+        ConfigurationKey("accept", .behaviour) { decoder, object, characteristic in
+            guard let value = object["accept"] else { return }
+            // A `value` that did not decode was reported there: its type is not missing.
+            let typeKnown = object["value"] == nil || !decoder.context.failed(object.path("value"))
+            characteristic.accept = decoder.accept(
+                value, object.path("accept"), type: characteristic.valueType, typeKnown: typeKnown)
+        } differs: {
+            $0.accept != $1.accept
+        },
         ConfigurationKey("handle", .tree) { decoder, object, characteristic in
             characteristic.handle = decoder.handle(object)
         } differs: {

@@ -33,6 +33,14 @@ struct DecodingContext {
         return true
     }
 
+    /// Whether an error has been reported so far at `path` or inside it (while decoding,
+    /// before `beginRules`).
+    func failed(_ path: String) -> Bool {
+        issues.contains {
+            $0.severity == .error && ($0.path == path || $0.path.hasPrefix(path + ".") || $0.path.hasPrefix(path + "["))
+        }
+    }
+
     mutating func error(_ path: String, _ message: String, at position: SourcePosition? = nil) {
         report(path, message, .error, at: position)
     }
@@ -128,9 +136,11 @@ struct DecodingContext {
         return elements
     }
 
-    /// An object whose keys must all be in `allowed`; unknown keys are reported (with a
-    /// suggestion) and skipped.
-    mutating func object(_ value: JSONValue, _ path: String, allowed: [String]) -> ObjectReader? {
+    /// An object whose keys must all be in `allowed`; unknown keys are reported (with
+    /// `advice` for the key when it has some, else a suggestion) and skipped.
+    mutating func object(
+        _ value: JSONValue, _ path: String, allowed: [String], advice: (String) -> String? = { _ in nil }
+    ) -> ObjectReader? {
         record(value, at: path)
         guard let members = value.objectValue else { return mismatch(value, path, "an object") }
         var known: [JSONMember] = []
@@ -140,9 +150,8 @@ struct DecodingContext {
             if allowed.contains(member.key) {
                 known.append(member)
             } else {
-                error(
-                    memberPath, "unknown key \"\(member.key)\"" + EditDistance.hint(for: member.key, among: allowed),
-                    at: member.keyPosition)
+                let hint = advice(member.key).map { ": " + $0 } ?? EditDistance.hint(for: member.key, among: allowed)
+                error(memberPath, "unknown key \"\(member.key)\"" + hint, at: member.keyPosition)
             }
         }
         return ObjectReader(path: path, position: value.position, members: known)

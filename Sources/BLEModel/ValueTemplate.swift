@@ -26,6 +26,19 @@ public struct ValueTemplate: Sendable, Equatable {
     /// `{"utf8": "$"}`, the default `encode` for text sources.
     public static let utf8Slot = ValueTemplate(segments: [.text])
 
+    /// The length of every value it makes, or nil when a text slot makes it vary.
+    public var fixedWidth: Int? {
+        var width = 0
+        for segment in segments {
+            switch segment {
+            case .bytes(let bytes): width += bytes.count
+            case .number(let type): width += type.byteCount
+            case .text: return nil
+            }
+        }
+        return width
+    }
+
     /// True when the template has at least one slot.
     public var hasSlot: Bool {
         segments.contains { segment in

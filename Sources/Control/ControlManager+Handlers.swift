@@ -1,20 +1,29 @@
 // SPDX-License-Identifier: MIT
 
+import ControlAPI
 import DBusKit
 import DaemonCore
 import Logging
 
 extension ControlManager {
     /// `RegisterHandler(o object, as ids, a{sv} options)`: the caller's object serves the
-    /// reads and writes of `ids` from now on (all or none: an unknown id, or one another
-    /// program's handler holds, refuses the call). The claims end with
-    /// `UnregisterHandler`, or when the caller leaves the bus.
-    func registerHandler(object: ObjectPath, ids: [String], call: MethodCall) {
+    /// `operations` (reads, writes or both) of `ids` from now on (all or none: an unknown
+    /// id, or an operation another program's handler holds, refuses the call). The claims
+    /// end with `UnregisterHandler`, or when the caller leaves the bus.
+    func registerHandler(
+        object: ObjectPath, ids: [String], operations requested: Set<ControlHandlerOperation>, call: MethodCall
+    ) {
+        let operations = HandlerOperations(requested.map { operation in
+            switch operation {
+            case .read: HandlerOperations.read
+            case .write: HandlerOperations.write
+            }
+        })
         guard let sender = call.sender else { return call.fail(.failed("no sender")) }
         let name = "\(sender) \(object.rawValue)"
         let handler = programHandlers[name]?.handler
             ?? ProgramHandler(sender: sender, path: object, connection: connection, logger: logger)
-        switch service.handlers.claim(ids, for: handler) {
+        switch service.handlers.claim(ids, operations: operations, for: handler) {
         case .unknownID(let id)?:
             return refuse(call, .unknownCharacteristic(id))
         case .alreadyClaimed(let id, let holder)?:
@@ -33,7 +42,11 @@ extension ControlManager {
             }
             programHandlers[name] = (handler, watch)
         }
-        logger.info("handler registered", metadata: ["handler": "\(name)", "gatt.ids": "\(ids.joined(separator: ","))"])
+        logger.info(
+            "handler registered",
+            metadata: [
+                "handler": "\(name)", "gatt.ids": "\(ids.joined(separator: ","))", "operations": "\(operations.names)",
+            ])
         call.reply()
     }
 

@@ -137,7 +137,8 @@ public final class ControlManager: DBusObject {
         case .getStatus: call.reply([status()])
         case .subscribe: subscribe(call)
         case .unsubscribe: unsubscribe(call)
-        case .registerHandler(let object, let ids): registerHandler(object: object, ids: ids, call: call)
+        case .registerHandler(let object, let ids, let operations):
+            registerHandler(object: object, ids: ids, operations: operations, call: call)
         case .unregisterHandler(let object): unregisterHandler(object: object, call: call)
         case .openPairing(let seconds): openPairing(seconds: seconds, call: call)
         case .decidePairing(let address, let accept): decidePairing(address: address, accept: accept, call: call)

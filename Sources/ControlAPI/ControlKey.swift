@@ -4,8 +4,8 @@ public import DBusKit
 
 /// The keys of the dictionaries the control API returns (docs/control-api.md): `GetStatus`,
 /// `ListCharacteristics`, `ListCentrals`, `ListBonds` and the central events' `a{sv}`, and the
-/// options `SetValueWithOptions` takes. The daemon builds them and gattctl reads them through
-/// this type, so each key is spelt once.
+/// options `SetValueWithOptions` and `RegisterHandler` take. The daemon builds them and
+/// gattctl reads them through this type, so each key is spelt once.
 public enum ControlKey: String, CaseIterable, Sendable {
     // GetStatus
     case version = "Version"
@@ -50,6 +50,8 @@ public enum ControlKey: String, CaseIterable, Sendable {
     case subscribed = "Subscribed"
     // SetValueWithOptions' options
     case centrals = "centrals"
+    // RegisterHandler's options
+    case operations = "operations"
 
     /// An `a{sv}` of these entries, in their order.
     public static func dictionary(_ entries: [(ControlKey, DBusValue)]) -> DBusValue {

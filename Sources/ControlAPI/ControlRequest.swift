@@ -20,8 +20,9 @@ public enum ControlRequest: Equatable, Sendable {
     case getStatus
     case subscribe
     case unsubscribe
-    /// A program's object at `object` claims `ids` (characteristics and descriptors).
-    case registerHandler(object: ObjectPath, ids: [String])
+    /// A program's object at `object` claims `operations` of `ids` (characteristics and
+    /// descriptors).
+    case registerHandler(object: ObjectPath, ids: [String], operations: Set<ControlHandlerOperation>)
     case unregisterHandler(object: ObjectPath)
     /// Open the pairing window for this many seconds (0: the configured length).
     case openPairing(seconds: Int)
@@ -89,10 +90,15 @@ public enum ControlRequest: Equatable, Sendable {
                 throw .invalidArgs("RegisterHandler takes (oasa{sv})")
             }
             guard !ids.isEmpty else { throw .invalidArgs("RegisterHandler: name at least one id") }
-            if let key = arguments[2].variantDictionaryEntries?.first?.0 {
-                throw .invalidArgs("RegisterHandler: unknown option \"\(key)\" (none are defined yet)")
+            var operations = ControlHandlerOperation.all
+            for (key, value) in arguments[2].variantDictionaryEntries ?? [] {
+                guard key == ControlKey.operations.rawValue else {
+                    throw .invalidArgs(
+                        "RegisterHandler: unknown option \"\(key)\" (known: \(ControlKey.operations.rawValue))")
+                }
+                operations = try handlerOperations(value)
             }
-            return .registerHandler(object: object, ids: ids)
+            return .registerHandler(object: object, ids: ids, operations: operations)
         },
         Method(.unregisterHandler, in: "o") { arguments throws(DBusError) in
             guard let object = arguments[0].asObjectPath else { throw .invalidArgs("UnregisterHandler takes (o)") }
@@ -148,6 +154,24 @@ public enum ControlRequest: Equatable, Sendable {
             throw .invalidArgs("\(method): \"\(address)\" is not an address like AA:BB:CC:DD:EE:FF (or \"\")")
         }
         return address.uppercased()
+    }
+
+    /// `RegisterHandler`'s `operations` (`as`): a non-empty list of `read` and `write`.
+    static func handlerOperations(_ value: DBusValue) throws(DBusError) -> Set<ControlHandlerOperation> {
+        let known = ControlHandlerOperation.allCases.map(\.rawValue).joined(separator: ", ")
+        guard let names = value.asStringArray, !names.isEmpty else {
+            throw .invalidArgs(
+                "RegisterHandler: option \(ControlKey.operations.rawValue) takes a non-empty array of strings (as): "
+                    + known)
+        }
+        var operations: Set<ControlHandlerOperation> = []
+        for name in names {
+            guard let operation = ControlHandlerOperation(rawValue: name) else {
+                throw .invalidArgs("RegisterHandler: unknown operation \"\(name)\" (\(known))")
+            }
+            operations.insert(operation)
+        }
+        return operations
     }
 
     /// The first argument, an id (or an address).

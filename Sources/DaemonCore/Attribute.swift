@@ -27,14 +27,22 @@ public final class Attribute {
     public internal(set) var isNotifying = false
     /// Indications confirmed by centrals (bluetoothd's `Confirm`).
     public internal(set) var confirmations = 0
-    /// The program serving this attribute's reads and writes (`HandlerRegistry`), if any.
-    public internal(set) var handler: (any AttributeHandler)?
+    /// The program serving this attribute's reads (`HandlerRegistry`), if any.
+    public internal(set) var readHandler: (any AttributeHandler)?
+    /// The program deciding this attribute's writes (`HandlerRegistry`), if any.
+    public internal(set) var writeHandler: (any AttributeHandler)?
+    /// The program serving reads, else writes (for listings).
+    public var handler: (any AttributeHandler)? { readHandler ?? writeHandler }
     /// The handler's deadline and what happens without one (`handler` in the definition).
     public internal(set) var handling = HandlerDefinition()
+    /// The values a central's write may leave (`accept` in the definition), checked before
+    /// any handler or hook; nil for none. A `let`: the write path reads it on every write,
+    /// and a constant needs no exclusivity check.
+    public let accept: AcceptRule?
 
     init(
         id: String, uuid: BluetoothUUID, kind: Kind, access: AttributeAccess,
-        minLength: Int, maxLength: Int, value: [UInt8]
+        minLength: Int, maxLength: Int, value: [UInt8], accept: AcceptRule? = nil
     ) {
         self.id = id
         self.uuid = uuid
@@ -44,6 +52,7 @@ public final class Attribute {
         self.maxLength = maxLength
         self.initialValue = value
         self.value = value
+        self.accept = accept
     }
 
     public var isCharacteristic: Bool {

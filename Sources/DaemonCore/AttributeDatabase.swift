@@ -27,7 +27,7 @@ public final class AttributeDatabase {
                     kind: .characteristic(serviceID: service.id),
                     access: AttributeAccess(characteristic.flags),
                     minLength: characteristic.minLength, maxLength: characteristic.maxLength,
-                    value: characteristic.value)
+                    value: characteristic.value, accept: characteristic.accept)
                 if let handling = characteristic.handler { attribute.handling = handling }
                 add(attribute)
                 for descriptor in characteristic.descriptors {

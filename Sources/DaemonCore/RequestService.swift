@@ -12,15 +12,18 @@ public import Logging
 /// 1. validate (permission, offset, resulting length) — a failure is the ATT result;
 /// 2. `prepare-authorize` only asks: answered by the validation alone (without the
 ///    length bounds: it carries no data, the final length is checked at Execute Write);
-/// 3. decide: the program's handler that claimed the attribute, else a deciding
+/// 3. accept: the definition's `accept` rule on the resulting value (its error, or 0x0D
+///    for a value that is not one number of its type);
+/// 4. decide: the program's handler that claimed the attribute, else a deciding
 ///    `onWrite` hook, accepts or refuses; the value is stored only if accepted (a handler
 ///    that does not answer in time gets the attribute's fallback, and so does an attribute
 ///    no handler has claimed: with `"fallback": "error"` it is refused, fail closed);
-/// 4. store (observers see the change: notifications, control-API signals);
-/// 5. durable: when the attribute persists, the reply waits for the state file;
-/// 6. reply, then run a non-deciding `onWrite` hook.
+/// 5. store (observers see the change: notifications, control-API signals);
+/// 6. durable: when the attribute persists, the reply waits for the state file;
+/// 7. reply, then run a non-deciding `onWrite` hook.
 ///
-/// A control-API `SetValue` checks only the length (a program needs no write flag),
+/// A control-API `SetValue` checks only the length (a program needs no write flag, and
+/// is trusted like a handler: the `accept` rule is for centrals),
 /// then stores, makes durable and replies the same way. Lives on the loop thread.
 public final class RequestService {
     /// A characteristic whose `SetValue` was refused for a full queue has room again
@@ -104,9 +107,12 @@ public final class RequestService {
     /// the same bytes, so the central never stitches together two different values.
     public func read(_ attribute: Attribute, _ request: AttributeRequest) -> ReadOutcome {
         if let mtu = request.mtu { self.mtu.record(mtu: mtu, device: request.device) }
-        guard let handler = attribute.handler else {
-            // Fail closed: a definition that wants a handler's decision refuses without one.
-            if case .error(let error) = attribute.handling.fallback, attribute.access.contains(.read) {
+        guard let handler = attribute.readHandler else {
+            // Fail closed: a definition that wants a handler's decision refuses without one
+            // (a handler that took only the writes leaves the reads to the store).
+            if case .error(let error) = attribute.handling.fallback, attribute.access.contains(.read),
+                attribute.writeHandler == nil
+            {
                 logNoHandler(attribute, "read", error)
                 return .now(.failure(error))
             }
@@ -219,7 +225,13 @@ public final class RequestService {
             completion(.success(()))
             return
         }
-        if request.caller == .central, let handler = attribute.handler {
+        if request.caller == .central, let rule = attribute.accept,
+            let refusal = refusal(by: rule, of: attribute, bytes, request)
+        {
+            completion(.failure(.refused(refusal)))
+            return
+        }
+        if request.caller == .central, let handler = attribute.writeHandler {
             let timeout = Duration.milliseconds(attribute.handling.timeoutMs)
             handler.write(attribute, bytes: bytes, request, timeout: timeout) { [self] answer in
                 switch answer {
@@ -240,13 +252,31 @@ public final class RequestService {
             }
             return
         }
-        if request.caller == .central, case .error(let error) = attribute.handling.fallback {
-            // Fail closed: the definition wants a handler's decision and none is registered.
+        if request.caller == .central, case .error(let error) = attribute.handling.fallback, attribute.readHandler == nil {
+            // Fail closed: the definition wants a handler's decision and none is registered
+            // (a handler that took only the reads leaves the writes to gattd).
             logNoHandler(attribute, "write", error)
             completion(.failure(.refused(error)))
             return
         }
         decideByHook(attribute, bytes, request, completion: completion)
+    }
+
+    /// The definition's `accept` rule on the value the write would leave (offset writes
+    /// keep the bytes before the offset); nil when it passes. A central's write only: a
+    /// program on the board is trusted like a handler (docs/fail-closed.md).
+    private func refusal(
+        by rule: AcceptRule, of attribute: Attribute, _ bytes: [UInt8], _ request: AttributeRequest
+    ) -> GATTError? {
+        let result = request.offset == 0 ? bytes : Array(attribute.value[..<request.offset]) + bytes
+        guard let error = rule.refusal(of: result) else { return nil }
+        logger.info(
+            "write refused by the definition's accept rule",
+            metadata: [
+                "gatt.id": "\(attribute.id)", "value": "\(rule.type.decode(result) ?? "\(result.count) byte(s)")",
+                "accept": "\(rule.summary)", "att.error": "0x\(String(error.attCode, radix: 16))",
+            ])
+        return error
     }
 
     /// The deciding `onWrite` hook, if any, then `store`.

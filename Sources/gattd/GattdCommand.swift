@@ -54,7 +54,13 @@ struct GattdCommand {
             printError("\(path): \(count) error\(count == 1 ? "" : "s"); nothing was started")
             return 78
         }
-        for warning in loaded.warnings { printError(warning.located(in: path)) }
+        let configuration = loaded.configuration
+        // What the unit's sandbox hides is for --check: a gattd started otherwise (by hand, in
+        // tests) sees other paths, and a hook that cannot start is logged when it is run.
+        let sandbox = options.check ? ServiceSandbox.warnings(for: configuration) : []
+        for warning in loaded.warnings + sandbox + configuration.discoveryWarnings {
+            printError(warning.located(in: path))
+        }
         if options.check {
             print(CheckReport(path: path, configuration: loaded.configuration).text)
             return 0

@@ -63,6 +63,7 @@ struct ConfigurationKeyTests {
         "handler": (.behaviour, { $0.handler = HandlerDefinition() }),
         "acquireNotify": (.tree, { $0.acquireNotify = true }),
         "acquireWrite": (.tree, { $0.acquireWrite = true }),
+        "accept": (.behaviour, { $0.accept = AcceptRule(type: .uint8, condition: .range(min: nil, max: .unsigned(9))) }),
         "handle": (.tree, { $0.handle = 0x20 }),
         "descriptors": (
             .children, { $0.descriptors.append(DescriptorDefinition(id: "second", uuid: otherUUID, flags: [.read])) }

@@ -36,6 +36,41 @@ struct ControlRequestTests {
         #expect(throws: DBusError.unknownMethod("no method Reboot")) { try ControlRequest(member: "Reboot", arguments: []) }
     }
 
+    @Test func registerHandlerTakesReadsWritesOrBoth() throws {
+        let object = DBusValue.objectPath("/h")
+        let ids = DBusValue.stringArray(["setpoint"])
+        func request(_ options: DBusValue) throws -> ControlRequest {
+            try ControlRequest(member: "RegisterHandler", arguments: [object, ids, options])
+        }
+        #expect(
+            try request(.variantDictionary([]))
+                == .registerHandler(object: "/h", ids: ["setpoint"], operations: [.read, .write]))
+        #expect(
+            try request(.variantDictionary([("operations", .stringArray(["write"]))]))
+                == .registerHandler(object: "/h", ids: ["setpoint"], operations: [.write]))
+        #expect(
+            try request(.variantDictionary([("operations", .stringArray(["read", "write"]))]))
+                == .registerHandler(object: "/h", ids: ["setpoint"], operations: [.read, .write]))
+        let refused: [(DBusValue, String)] = [
+            (.variantDictionary([("ops", .stringArray(["read"]))]), "RegisterHandler: unknown option \"ops\" (known: operations)"),
+            (
+                .variantDictionary([("operations", .stringArray([]))]),
+                "RegisterHandler: option operations takes a non-empty array of strings (as): read, write"
+            ),
+            (
+                .variantDictionary([("operations", .string("read"))]),
+                "RegisterHandler: option operations takes a non-empty array of strings (as): read, write"
+            ),
+            (
+                .variantDictionary([("operations", .stringArray(["notify"]))]),
+                "RegisterHandler: unknown operation \"notify\" (read, write)"
+            ),
+        ]
+        for (options, message) in refused {
+            #expect(throws: DBusError.invalidArgs(message)) { try request(options) }
+        }
+    }
+
     @Test func setValueWithOptionsNamesCentralsByAddress() throws {
         let centrals: DBusValue = .variantDictionary([
             ("centrals", .stringArray(["aa:bb:cc:dd:ee:ff", "00:11:22:33:44:55", "AA:BB:CC:DD:EE:FF"]))

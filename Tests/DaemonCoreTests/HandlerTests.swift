@@ -13,7 +13,10 @@ private let definition = """
         {"id": "strict", "uuid": "2A6F", "flags": ["read", "write"], "value": {"uint8": 7},
          "minLength": 1, "maxLength": 1, "persist": false,
          "handler": {"timeoutMs": 500, "fallback": "error", "error": "0x81"}},
-        {"id": "plain", "uuid": "2A70", "flags": ["read"], "value": {"uint8": 1}}
+        {"id": "plain", "uuid": "2A70", "flags": ["read"], "value": {"uint8": 1}},
+        {"id": "setpoint", "uuid": "2A71", "flags": ["read", "write"], "value": {"int16": 2100},
+         "minLength": 2, "maxLength": 2, "persist": false, "accept": {"min": 1000, "max": 3000, "error": "0x82"},
+         "handler": {"fallback": "error", "error": "0x81"}}
       ]}]}
     """
 
@@ -64,9 +67,9 @@ struct HandlerTests {
             return box
         }
 
-        func write(_ id: String, _ bytes: [UInt8]) -> Box<String> {
+        func write(_ id: String, _ bytes: [UInt8], offset: Int = 0) -> Box<String> {
             let box = Box<String>()
-            service.write(database[id]!, bytes: bytes, AttributeRequest(device: "/dev_A")) { result in
+            service.write(database[id]!, bytes: bytes, AttributeRequest(device: "/dev_A", offset: offset)) { result in
                 switch result {
                 case .success: box.value = "accepted"
                 case .failure(let failure): box.value = "refused 0x" + String(failure.gattError.attCode, radix: 16)
@@ -78,6 +81,60 @@ struct HandlerTests {
 
     final class Box<T> {
         var value: T?
+    }
+
+    @Test("the definition's accept rule refuses before the handler is asked; programs are trusted")
+    func acceptComesBeforeTheHandler() throws {
+        let f = try Fixture()
+        #expect(f.service.handlers.claim(["setpoint"], for: f.handler) == nil)
+        #expect(f.write("setpoint", [0xE7, 0x03]).value == "refused 0x82", "999 is below 1000")
+        #expect(f.write("setpoint", [0xB9, 0x0B]).value == "refused 0x82", "3001 is above 3000")
+        #expect(f.write("setpoint", [0x0C], offset: 1).value == "refused 0x82", "0x0C34 = 3124, the value it would leave")
+        #expect(f.write("setpoint", [1]).value == "refused 0xd", "the length bounds first")
+        #expect(f.handler.writes.isEmpty, "no refused value reached the handler")
+        #expect(f.database["setpoint"]!.value == [0x34, 0x08])
+        let inRange = f.write("setpoint", [0xDC, 0x05])
+        #expect(f.handler.writes.map(\.bytes) == [[0xDC, 0x05]], "1500 goes on to the handler")
+        f.handler.writes[0].answer(.answered(()))
+        #expect(inRange.value == "accepted")
+        #expect(f.database["setpoint"]!.value == [0xDC, 0x05])
+        let set = Box<String>()
+        f.service.set(f.database["setpoint"]!, to: [0x10, 0x27]) { set.value = (try? $0.get()) != nil ? "set" : "refused" }
+        #expect(set.value == "set", "SetValue (gattctl set) is a program on the board: trusted, not checked")
+        // Without a handler the rule still comes first: the fallback's error only for values it accepts.
+        #expect(f.service.handlers.release(f.handler) == ["setpoint"])
+        #expect(f.write("setpoint", [0xE7, 0x03]).value == "refused 0x82")
+        #expect(f.write("setpoint", [0xDC, 0x05]).value == "refused 0x81")
+    }
+
+    @Test("a handler may take only the writes (reads from the store) or only the reads")
+    func handlerOperations() throws {
+        let f = try Fixture()
+        #expect(f.service.handlers.claim(["setpoint", "strict"], operations: .write, for: f.handler) == nil)
+        #expect(f.read("setpoint").value == .success([0x34, 0x08]), "the store, not the fallback's error")
+        #expect(f.handler.reads.isEmpty)
+        let write = f.write("strict", [3])
+        #expect(f.handler.writes.count == 1)
+        f.handler.writes[0].answer(.refused(.application(0x83)))
+        #expect(write.value == "refused 0x83")
+        // Another program may serve the reads of the same attribute; not its writes.
+        let reader = FakeHandler(":1.10 /reader")
+        #expect(f.service.handlers.claim(["strict"], operations: .read, for: reader) == nil)
+        #expect(
+            f.service.handlers.claim(["strict"], operations: .write, for: reader)
+                == .alreadyClaimed(id: "strict", by: ":1.9 /sensor"))
+        let read = f.read("strict")
+        #expect(reader.reads.count == 1 && f.handler.reads.isEmpty)
+        reader.reads[0].answer(.answered([4]))
+        #expect(read.value == .success([4]))
+        // The writer leaves: the reader's claim stays, and writes are gattd's own again
+        // (the program that holds the reads left them to gattd).
+        #expect(f.service.handlers.release(f.handler) == ["setpoint", "strict"])
+        #expect(f.write("strict", [5]).value == "accepted")
+        #expect(f.database["strict"]!.value == [5])
+        #expect(f.read("setpoint").value == .failure(.application(0x81)), "no handler at all: fail closed again")
+        #expect(f.service.handlers.release(reader) == ["strict"])
+        #expect(f.write("strict", [6]).value == "refused 0x81")
     }
 
     @Test("a claimed attribute's read is answered by the handler, a fresh value each time")

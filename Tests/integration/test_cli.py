@@ -65,3 +65,60 @@ def test_check_reports_every_problem_at_once_with_its_position(tmp_path):
         "%s:5:75: services[0].characteristics[0].minLength: minLength 4 is greater than maxLength 2" % config,
         "%s: 2 errors; nothing was started" % config,
     ], lines
+
+
+def test_check_tells_what_will_happen(tmp_path):
+    """--check on a definition that passes but would surprise: each surprise is a warning
+    naming its place, and each characteristic says where its value comes from and who
+    decides its writes."""
+    import json
+    plain = os.path.join(ROOT, "config", "README.md")  # there, not executable, outside /tmp (PrivateTmp=)
+    assert os.path.isfile(plain) and os.stat(plain).st_mode & 0o111 == 0
+    config = tmp_path / "surprises.json"
+    config.write_text(json.dumps({"version": 1, "services": [{"id": "s", "uuid": "181A", "characteristics": [
+        {"id": "temp", "uuid": "2A6E", "flags": ["read", "notify"], "value": {"int16": 0}, "minLength": 2,
+         "maxLength": 2, "update": {"everyMs": 1000, "source": {"random": {"min": 0, "max": 40}}}},
+        {"id": "setpoint", "uuid": "2A6F", "flags": ["read", "write"], "value": {"int16": 2100}, "minLength": 2,
+         "maxLength": 2, "accept": {"min": 1000, "max": 3000},
+         "onWrite": {"argv": ["/home/pi/on-setpoint.sh"]}},
+        {"id": "mode", "uuid": "2A70", "flags": ["write"], "value": {"uint8": 0},
+         "onWrite": {"argv": [plain], "decides": True}},
+    ]}]}))
+    result = run("--check", "--config", str(config))
+    assert result.returncode == 0, result.stderr
+    warnings = result.stderr.splitlines()
+    expected = [
+        "services[0].characteristics[0].update: each update is 1 byte(s) (uint8, the default encode), outside "
+        "minLength...maxLength 2...2",
+        "services[0].characteristics[0].update: updates run only while a central is subscribed",
+        "services[0].characteristics[1].onWrite: hook /home/pi/on-setpoint.sh is hidden from the service "
+        "(ProtectHome=yes in gattd.service)",
+        "services[0].characteristics[2].onWrite: hook %s is not executable" % plain,
+        "no advertisement: phones will not find it",
+    ]
+    for text in expected:
+        assert any(text in line and "warning: " in line for line in warnings), (text, warnings)
+    assert len(warnings) == len(expected), warnings
+    out = result.stdout
+    assert "      value: initially 2 byte(s); every 1000 ms from random numbers as uint8, only while a central is " \
+           "subscribed\n      reads: the stored value\n" in out, out
+    assert "      writes: length 2...2 (else 0x0d) -> accept int16 1000...3000, else 0x80 -> stored, then hook " \
+           "/home/pi/on-setpoint.sh runs\n" in out, out
+    assert "      writes: length 0...512 (else 0x0d) -> hook %s decides (exit 0 accepts, 1000 ms) -> stored\n" % plain in out, out
+
+
+def test_check_points_a_range_to_accept():
+    """A user who writes "min"/"max" on a characteristic is told about accept, and about hooks
+    and handlers for anything more; not "did you mean id"."""
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as config:
+        config.write('{"version": 1, "services": [{"uuid": "181A", "characteristics": [{"uuid": "2A6F", '
+                     '"flags": ["read", "write"], "value": {"int16": 2100}, "min": 1000, "max": 3000}]}]}')
+        config.flush()
+        result = run("--check", "--config", config.name)
+    assert result.returncode == 78
+    assert 'did you mean "id"' not in result.stderr
+    for key in ("min", "max"):
+        assert ('services[0].characteristics[0].%s: unknown key "%s": the values a central may write are given by '
+                '"accept", e.g. "accept": {"min": 10, "max": 30}' % (key, key)) in result.stderr, result.stderr
+    assert '"onWrite" hook with "decides": true or a program\'s handler' in result.stderr

@@ -34,5 +34,17 @@ def test_led_script_switches_the_led_and_publishes_uptime(start_gattd, standin, 
         standin.call("Write", led, dbus.ByteArray(b"\x00"), dbus.UInt16(0), dbus.UInt16(23), DEVICE, False)
         assert script.wait_for_line("led.sh: LED off", 10)
         assert led_file.read_text() == "0\n"
+        # gattd restarts: the script watches the new one.
+        g.stop()
+        assert script.wait_for_line("led.sh: gattd is gone; watching again when it is back", 10)
+        g = start_gattd(os.path.join(REPO, "examples", "led.json"))
+        standin.call("WaitForApplication", dbus.UInt32(10000))
+        assert script.out.wait_for(lambda _: sum(line.startswith("watching ") for line in script.out.lines) >= 2, 20), \
+            "gattctl watch is subscribed to the new gattd"
+        led = one_by_uuid(standin.call("Attributes"), LED)["path"]
+        standin.call("Write", led, dbus.ByteArray(b"\x01"), dbus.UInt16(0), dbus.UInt16(23), DEVICE, False)
+        assert script.out.wait_for(lambda _: sum("LED on" in line for line in script.out.lines) >= 2, 10)
+        assert led_file.read_text() == "1\n"
+        assert script.proc.poll() is None, "the script outlived gattd's restart"
     finally:
         script.stop()

@@ -89,9 +89,40 @@ def test_example_answers_each_read_with_a_fresh_reading_and_decides_writes(gattd
     setpoint = "12345678-1234-5678-1234-56789abc8002"
     assert write_att(standin, setpoint, struct.pack("<h", 2500)) == 0
     assert handler.wait_for_line("setpoint 25.00 C from %s" % DEVICE, 5)
-    assert write_att(standin, setpoint, struct.pack("<h", 5000)) == 0x80, "the handler's 0x80 reaches the central"
+    assert read_att(standin, setpoint) == (0, struct.pack("<h", 2500)), \
+        "the program took only setpoint's writes: its reads are gattd's stored value"
+    assert write_att(standin, setpoint, struct.pack("<h", 5000)) == 0x80, "handler.json's accept rule: 0x80"
     manager = dbus.Interface(standin.bus.connect().get_object("org.gattd", "/org/gattd"), "org.gattd.Manager1")
     assert bytes(manager.GetValue("setpoint")) == struct.pack("<h", 2500), "accepted stored, refused not"
+    handler.stop()
+    assert write_att(standin, setpoint, struct.pack("<h", 2600)) == 0x81, \
+        "the program is not running: handler.json's fallback 0x81, not the refusal's 0x80"
+    assert read_att(standin, setpoint) == (0x81, b""), "fail closed: nobody serves setpoint"
+
+
+def test_example_registers_again_when_gattd_comes_back(gattd, standin, program, tmp_path):
+    config = os.path.join(REPO, "examples", "handler.json")
+    first = gattd(config)
+    sensor = tmp_path / "temp"
+    sensor.write_text("21500\n")
+    handler = program("--sensor-file", str(sensor), script=EXAMPLE)
+    assert handler.wait_for_line("handler registered", 10)
+    first.stop()
+    assert handler.wait_for_line("gattd is gone; waiting for it to come back", 10)
+    gattd(config)
+    assert handler.wait_for_line("handler registered again", 10), "registered with the new gattd"
+    sensor.write_text("23000\n")
+    assert read_att(standin, "2a6e") == (0, struct.pack("<h", 2300)), "the program serves reads again"
+    setpoint = "12345678-1234-5678-1234-56789abc8002"
+    assert write_att(standin, setpoint, struct.pack("<h", 1800)) == 0
+    assert handler.wait_for_line("setpoint 18.00 C from %s" % DEVICE, 5), "and decides writes again"
+
+
+def test_example_waits_for_gattd_at_start(gattd, standin, program):
+    handler = program(script=EXAMPLE)
+    gattd(os.path.join(REPO, "examples", "handler.json"))
+    assert handler.wait_for_line("handler registered", 10), "started before gattd, registered once it came"
+    assert handler.proc.poll() is None
 
 
 def test_example_long_read_is_one_consistent_report(gattd, standin, program):

@@ -14,7 +14,7 @@ import dbus
 import pytest
 
 from conftest import REPO
-from harness import DEVICE, one_by_uuid
+from harness import DEVICE, Child, one_by_uuid
 
 SAMPLES = "12345678-1234-5678-1234-56789abc7001"
 EXAMPLE = os.path.join(REPO, "examples", "stream.py")
@@ -88,3 +88,38 @@ def test_indications_wait_for_confirm(start_gattd, standin, private_bus):
     values = standin.call("WaitForNotifications", path, dbus.UInt32(2), dbus.UInt32(5000))
     assert [bytes(v) for v in values] == [b"\x01", b"\x03"], "after Confirm the latest value goes out"
     bus.close()
+
+
+
+def test_example_waits_for_gattd_and_goes_on_after_a_restart(start_gattd, standin, private_bus, tmp_path):
+    """stream.py started before gattd waits for it; when gattd restarts it subscribes again and
+    goes on with the samples the old gattd did not take."""
+    producer = Child(["/usr/bin/python3", EXAMPLE, "--id", "samples"],
+                     env_extra={"DBUS_SYSTEM_BUS_ADDRESS": private_bus.address},
+                     log=open(str(tmp_path / "stream.log"), "a"))
+
+    def sequence(values):
+        return [struct.unpack("<IH", bytes(v))[0] for v in values]
+
+    try:
+        g = start_gattd(CONFIG)
+        standin.call("WaitForApplication", dbus.UInt32(10000))
+        path = one_by_uuid(standin.call("Attributes"), SAMPLES)["path"]
+        standin.call("Subscribe", path, DEVICE)
+        first = sequence(standin.call("WaitForNotifications", path, dbus.UInt32(20), dbus.UInt32(20000), timeout=30))
+        assert first[:20] == list(range(20)), "the producer that started first streams to the gattd that came later"
+        g.stop()
+        assert producer.wait_for_line("stream: gattd is gone; waiting for it to come back", 10)
+        before = sequence(standin.call("Notifications", path))
+        start_gattd(CONFIG)
+        standin.call("WaitForApplication", dbus.UInt32(10000))
+        path = one_by_uuid(standin.call("Attributes"), SAMPLES)["path"]
+        standin.call("Subscribe", path, DEVICE)
+        values = standin.call("WaitForNotifications", path, dbus.UInt32(len(before) + 20), dbus.UInt32(20000),
+                              timeout=30)
+        later = sequence(values)[len(before):]
+        assert len(later) >= 20 and later == sorted(later) and later[0] >= 20, \
+            "the new gattd gets the samples after those the old one took (%d before): %r" % (len(before), later[:5])
+        assert producer.proc.poll() is None, "the producer outlived gattd's restart"
+    finally:
+        producer.stop()
