@@ -86,7 +86,7 @@ check:
 	@$(MAKE) --no-print-directory test-integration
 
 test: build lint-swift check-architecture test-unit check-config check-schema check-man check-deb check-lintian check-release check-link-aarch64 test-integration test-asan \
-	fuzz-smoke test-vm test-powercut test-arm64-package
+	fuzz-smoke test-vm test-powercut test-arm64-package check-arm64-locks
 
 # swift-format's rules (.swift-format) over Sources, Tests and Fuzz; layout is not enforced
 # (scripts/lint-swift says why).
@@ -212,7 +212,8 @@ check-deb-arm64: release-arm64 release man
 check-lintian-arm64: release-arm64 release man
 	$(ARM64_ENV) scripts/check-lintian $(ARM64_BIN)
 
-.PHONY: test-arm64 build-arm64-tests test-arm64-unit arm64-wrappers test-arm64-integration test-arm64-install test-vm-arm64
+.PHONY: test-arm64 build-arm64-tests test-arm64-unit arm64-wrappers test-arm64-integration test-arm64-install test-vm-arm64 \
+	check-arm64-locks
 # The arm64 build tested: its unit tests and the stand-in and integration suites under
 # qemu-user, its package checked (check-deb, lintian) and installed in a Debian 12 arm64 root.
 # The cross builds (release and tests) use -warnings-as-errors: a change sid's 6.2.3 refuses
@@ -262,6 +263,11 @@ test-arm64-install: deb-arm64
 # load 4-6, 3.6-3.9 and 12-13 minutes (Tests/vm/README.md, "arm64").
 test-vm-arm64: arm64-wrappers vm-prepare
 	Tests/vm/run-suite --gattd $(ARM64_QEMU_DIR)/gattd gattd-full gattd-security
+
+# scripts/prepare-arm64's lock resolution against the archive's real metadata: a lock naming a
+# version sid no longer has resolves to the current one, loudly (scripts/test-prepare-arm64).
+check-arm64-locks:
+	scripts/test-prepare-arm64
 
 # The real bluetoothd 5.66 in a throwaway QEMU guest with two virtual controllers
 # (Tests/vm/README.md): installs qemu, busybox-static, bluez and the Debian kernel once.
