@@ -94,7 +94,8 @@ check: toolchain
 	@$(MAKE) --no-print-directory test-integration
 
 test: build lint-swift check-architecture test-unit check-config check-schema check-man check-deb check-lintian check-release check-link-aarch64 test-integration test-asan \
-	fuzz-smoke test-vm test-powercut test-arm64-package
+	fuzz-smoke test-vm test-powercut test-arm64-package test-arm64-unit test-arm64-integration test-vm-arm64-full \
+	check-arm64-locks
 
 # swift-format's rules (.swift-format) over Sources, Tests and Fuzz; layout is not enforced
 # (scripts/lint-swift says why).
@@ -220,16 +221,16 @@ check-deb-arm64: release-arm64 release man
 check-lintian-arm64: release-arm64 release man
 	$(ARM64_ENV) scripts/check-lintian $(ARM64_BIN)
 
-.PHONY: test-arm64 build-arm64-tests test-arm64-unit arm64-wrappers test-arm64-integration test-arm64-install test-vm-arm64
+.PHONY: test-arm64 build-arm64-tests test-arm64-unit arm64-wrappers test-arm64-integration test-arm64-install test-vm-arm64 \
+	test-vm-arm64-full check-arm64-locks
 # The arm64 build tested: its unit tests and the stand-in and integration suites under
 # qemu-user, its package checked (check-deb, lintian) and installed in a Debian 12 arm64 root.
 # The cross builds (release and tests) use -warnings-as-errors: a change sid's 6.2.3 refuses
-# fails here. test-vm-arm64 (the guest) is not in it: its four runs take about 23 minutes
-# on a quiet machine (Tests/vm/README.md, "arm64").
-# In `make test`: the arm64 release build (sid's 6.2.3, warnings as errors, so a change that
-# one compiler refuses fails) and its package checks; its installation, from a signed apt
-# repository, is test-dist's (below). The suites under
-# qemu-user (about 10 minutes more) run in `make test-arm64`, outside `make test`'s 30 minutes.
+# fails here. test-vm-arm64 (the guest, gattd-full and gattd-security) is not in it.
+# In `make test`: all of test-arm64, gattd-full with the arm64 gattd in the guest on 5.66 and
+# 5.82 (test-vm-arm64-full), and the lock resolution (check-arm64-locks); a change that breaks
+# arm64 behaviour fails `make test`. Only gattd-security's arm64 runs stay in test-vm-arm64.
+# The arm64 package's installation, from a signed apt repository, is test-dist's (below).
 test-arm64-package: check-deb-arm64 check-lintian-arm64
 
 test-arm64: test-arm64-unit test-arm64-integration test-arm64-package test-arm64-install
@@ -254,7 +255,7 @@ arm64-wrappers: release-arm64
 #   timing        measures speed or pacing, or races a 3 s pairing window against gattctl's
 #                 start: emulation (about ten times slower) does not keep either (four tests).
 #   exec_failure  a program that cannot be executed is refused before it runs; under qemu-user
-#                 posix_spawn's failed exec looks like a child that exits 127 (two tests).
+#                 posix_spawn's failed exec looks like a child that exits 127 (three tests).
 test-arm64-integration: arm64-wrappers
 	GATTD_BIN=$(ARM64_QEMU_DIR)/gattd GATTCTL_BIN=$(ARM64_QEMU_DIR)/gattctl \
 	  $(PYTHON) -m pytest -q -m "not timing and not exec_failure" Tests/standin Tests/integration
@@ -272,6 +273,15 @@ test-arm64-install: deb-arm64
 # load 4-6, 3.6-3.9 and 12-13 minutes (Tests/vm/README.md, "arm64").
 test-vm-arm64: arm64-wrappers vm-prepare
 	Tests/vm/run-suite --gattd $(ARM64_QEMU_DIR)/gattd gattd-full gattd-security
+
+# In `make test`: gattd-full alone, on the two versions the arm64 runs were measured on.
+test-vm-arm64-full: arm64-wrappers vm-prepare
+	Tests/vm/run-suite --gattd $(ARM64_QEMU_DIR)/gattd --bluez 5.66,5.82 gattd-full
+
+# scripts/prepare-arm64's lock resolution against the archive's real metadata: a lock naming a
+# version sid no longer has resolves to the current one, loudly (scripts/test-prepare-arm64).
+check-arm64-locks:
+	scripts/test-prepare-arm64
 
 # The real bluetoothd 5.66 in a throwaway QEMU guest with two virtual controllers
 # (Tests/vm/README.md): installs qemu, busybox-static, bluez and the Debian kernel once.

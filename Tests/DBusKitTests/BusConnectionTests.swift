@@ -279,7 +279,7 @@ struct BusConnectionTests {
         }
         try b.export(manager, at: "/manager")
         let result = roundTrip(f.loop, a, to: b.uniqueName, path: "/manager", interface: "org.example.Manager",
-                               member: "Register", arguments: [.objectPath("/app")], timeout: .seconds(2))
+                               member: "Register", arguments: [.objectPath("/app")], timeout: .seconds(30))
         #expect(throws: Never.self) { try #require(result).get() }
     }
 
@@ -327,7 +327,7 @@ struct BusConnectionTests {
             let options = DBusValue.variantDictionary([("n", .uint16(UInt16(count)))])
             let result = try #require(
                 roundTrip(f.loop, caller, to: f.server.uniqueName, path: "/obj", interface: "org.example.Test",
-                          member: "ReadValue", arguments: [options], timeout: .seconds(2)))
+                          member: "ReadValue", arguments: [options], timeout: .seconds(30)))
             let reply = try result.get()
             #expect(try reply.bytes(at: 0) == (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 3 &+ 1) })
             #expect(reply.destination == caller.uniqueName)

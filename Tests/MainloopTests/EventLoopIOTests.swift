@@ -96,7 +96,7 @@ struct EventLoopIOTests {
             return seen == 100
         }, timeout: .seconds(5)))
         loop.post { ranOnLoopThread.withLock { $0 = pthread_equal(pthread_self(), loopThread) != 0 } }
-        #expect(loop.run(until: { ranOnLoopThread.withLock { $0 } != nil }, timeout: .seconds(1)))
+        #expect(loop.run(until: { ranOnLoopThread.withLock { $0 } != nil }, timeout: .seconds(30)))
         #expect(ranOnLoopThread.withLock { $0 } == true)
         #expect(results.withLock { $0 } == Array(0..<100))
     }
@@ -111,7 +111,7 @@ struct EventLoopIOTests {
         // Reaching this line is the assertion that run() returned; the loop is reusable.
         var again = false
         loop.afterIteration { again = true }
-        #expect(loop.run(until: { again }, timeout: .seconds(1)))
+        #expect(loop.run(until: { again }, timeout: .seconds(30)))
     }
 
     @Test("afterIteration callbacks run after the batch, in order, including ones added while running")

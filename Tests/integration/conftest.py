@@ -33,7 +33,7 @@ def pytest_configure(config):
     # (1 kHz streaming for 10 s, notification pacing, a full queue, the pairing window).
     # `exec_failure`: a program that cannot be executed must be refused before it runs; qemu-user
     # runs posix_spawn's child as a fork and cannot hand the failed exec back, so gattd sees a
-    # child that exits 127 (seen with a missing passkey program and missing hooks).
+    # child that exits 127 (seen with missing passkey and onConfirm programs and missing hooks).
     config.addinivalue_line("markers", "timing: measures speed or pacing; deselected under emulation "
                             "(make test-arm64-integration)")
     config.addinivalue_line("markers", "exec_failure: a program that cannot be executed; deselected under qemu-user "
@@ -46,6 +46,13 @@ def _executable(variable, path, how):
     if not os.access(path, os.X_OK):
         pytest.fail("%s=%s is not an executable file (%s)" % (variable, path, how), pytrace=False)
     return path
+
+
+def gattd_emulated():
+    """True when the gattd under test runs under qemu-user: scripts/arm64-wrappers writes the
+    line "# emulated: qemu-user" into its wrappers (Tests/vm/run-suite reads the same line)."""
+    with open(gattd_binary(), "rb") as f:
+        return b"\n# emulated: qemu-user\n" in f.read(4096)
 
 
 def gattd_binary():

@@ -18,7 +18,7 @@ import signal
 import dbus
 import pytest
 
-from conftest import CONFIGS
+from conftest import CONFIGS, gattd_emulated
 from harness import DEVICE, one_by_uuid
 from fixtures import edit_config, read, write
 
@@ -167,5 +167,11 @@ def test_bluetoothd_and_adapter_chaos_leaves_gattd_registered_once_with_no_growt
     if "ASAN_OPTIONS" in os.environ:
         # Under AddressSanitizer freed memory waits in its quarantine (256 MB by default)
         # before reuse, so VmRSS grows with every allocation; the plain run bounds memory.
+        return
+    if gattd_emulated():
+        # Under qemu-user VmRSS is the emulator's, whose cache of translated code grows as each
+        # cycle runs paths not run before (2.6 MB over 12 cycles seen); the native run
+        # (make test-integration, in the same make test) bounds gattd's memory.
+        print("chaos: VmRSS not bounded under qemu-user (the emulator's translation cache)")
         return
     assert growth <= 1024, "VmRSS grew by %d KiB over %d cycles" % (growth, cycles)

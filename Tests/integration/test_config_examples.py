@@ -154,14 +154,17 @@ def test_uart_bridge_carries_writes_to_a_program_and_its_output_back(start_gattd
 
 @pytest.mark.timing
 def test_uart_bridge_resends_what_a_full_queue_refused(start_gattd, standin, private_bus, tmp_path):
-    """TX's queue made short (2) and its pacing slow (100 ms): the program's 200 bytes are
-    10 pieces, set faster than they leave, so gattd refuses some with QueueFull; the bridge
-    sends each again after ReadyToUpdate and the central gets every byte, in order."""
+    """TX's queue made short (1) and its pacing slow (2 s): the program's 80 bytes are 4
+    pieces, set faster than they leave, so gattd refuses some with QueueFull; the bridge
+    sends each again after ReadyToUpdate and the central gets every byte, in order.
+    The queue fills when a piece is set within the pacing of the one before the queued one:
+    with 100 ms and a queue of 2 that needed three `gattctl set`s within 100 ms, which a
+    loaded machine missed (CI: "no piece was refused"); 2 s leaves any native gattctl room."""
     from harness import Child
     with open(os.path.join(EXAMPLES, "uart-bridge", "uart-bridge.json")) as f:
         config = json.load(f)
     tx_definition = config["services"][0]["characteristics"][1]
-    tx_definition.update({"queueLength": 2, "notifyIntervalMs": 100})
+    tx_definition.update({"queueLength": 1, "notifyIntervalMs": 2000})
     path = tmp_path / "uart-bridge.json"
     path.write_text(json.dumps(config))
     start_gattd(str(path))
@@ -169,7 +172,7 @@ def test_uart_bridge_resends_what_a_full_queue_refused(start_gattd, standin, pri
     attributes = standin.call("Attributes")
     rx, tx = (one_by_uuid(attributes, NUS % n)["path"] for n in (2, 3))
     standin.call("Subscribe", tx, DEVICE)
-    expected = bytes(range(48, 58)) * 20  # 200 bytes, "0123456789" x 20
+    expected = bytes(range(48, 58)) * 8  # 80 bytes, "0123456789" x 8: four 20-byte pieces
     program = ["/bin/sh", "-c", "read -r line; printf '%s' \"$1\"", "sh", expected.decode()]
     bridge = Child([os.path.join(EXAMPLES, "uart-bridge", "nus-bridge"), "--"] + program,
                    env_extra={"DBUS_SYSTEM_BUS_ADDRESS": private_bus.address,
@@ -181,7 +184,7 @@ def test_uart_bridge_resends_what_a_full_queue_refused(start_gattd, standin, pri
         def received():
             values = [bytes(v) for v in standin.call("Notifications", tx)]
             return values if sum(map(len, values)) >= len(expected) else None
-        values = wait_until(received, "200 bytes of notifications", timeout=20)
+        values = wait_until(received, "80 bytes of notifications", timeout=60)
         assert b"".join(values) == expected
         assert bridge.wait_for_line("queue full", 1), "no piece was refused: the test did not fill the queue"
         assert bridge.proc.wait(10) == 0, "the bridge exits with the program's status"

@@ -10,6 +10,7 @@ import os
 import select
 import signal
 import struct
+import time
 
 import dbus
 import pytest
@@ -55,20 +56,22 @@ def test_heart_rate_example_notifies_at_its_rate_only_while_subscribed(start_gat
     g = start(start_gattd, standin, os.path.join(EXAMPLES, "heart-rate.json"))
     path = path_of(standin, HR_MEASUREMENT)
     assert_silent(standin, path, 1500)  # nobody subscribed: the timer does not run
+    subscribed = time.monotonic()  # the stand-in stamps with the same clock (CLOCK_MONOTONIC)
     assert standin.call("Subscribe", path, DEVICE) == 0
     standin.call("WaitForNotifications", path, dbus.UInt32(4), WAIT_MS)
     values = notifications(standin, path)[:4]
-    # The first tick (at StartNotify) gives 60, the defined value, so the first change is 61.
+    # The first tick (at StartNotify) gives 60, the defined value, so the first change is 61:
+    # one value per tick, none skipped or repeated.
     assert values == [bytes([0, 61]), bytes([0, 62]), bytes([0, 63]), bytes([0, 64])]
-    times = times_s(standin, path)[:4]
-    gaps = [b - a for a, b in zip(times, times[1:])]
-    print("heart-rate gaps (s):", ["%.3f" % gap for gap in gaps])
-    # The times are when the stand-in (a Python process) took each signal in, so a loaded
-    # machine delays one and shortens the next gap (seen: 1.229, 0.770, 1.000 under ASan
-    # with guests running) while gattd's timer keeps its 1 s grid. So: no tick lost or
-    # doubled (each gap well inside 0.5..1.5 s), and the rate over three periods within 10%.
-    assert all(0.5 < gap < 1.5 for gap in gaps), gaps
-    assert 2.7 <= times[3] - times[0] <= 3.3, gaps
+    after = [t - subscribed for t in times_s(standin, path)[:4]]
+    print("heart-rate notifications at (s after Subscribe):", ["%.3f" % t for t in after])
+    # The times are when the stand-in (a Python process) took each signal in: a loaded machine
+    # delays any of them, never advances one. gattd's timer (1 s grid from StartNotify) cannot
+    # fire early, so the n-th change arrives no sooner than n s after Subscribe: a faster timer
+    # fails this whatever the load. A slower one (2 s, 8 s for four) fails the upper bound,
+    # which leaves 3 s for a loaded machine's delays rather than a tolerance on each gap.
+    assert all(t >= n - 0.002 for n, t in enumerate(after, start=1)), after
+    assert after[3] < 7.0, after
     standin.call("Unsubscribe", path, DEVICE)
     # A tick may have been on its way when StopNotify left; after that, silence.
     seen = len(standin.call("Notifications", path))
@@ -110,6 +113,7 @@ def test_battery_example_follows_its_file_and_stays_silent_unsubscribed(start_ga
 def test_flood_is_paced_latest_value_wins(start_gattd, standin):
     start(start_gattd, standin, "live-flood.json")
     path = path_of(standin, FAST)
+    subscribed = time.monotonic()
     standin.call("Subscribe", path, DEVICE)
     standin.call("WaitForNotifications", path, dbus.UInt32(1), WAIT_MS)
     window_ms = 3000
@@ -118,25 +122,30 @@ def test_flood_is_paced_latest_value_wins(start_gattd, standin):
         # More than the pacing allows must never arrive: this wait has to time out.
         standin.call("WaitForNotifications", path, dbus.UInt32(assert_silent_or_count + 1000),
                      dbus.UInt32(window_ms))
+    # At least 20 (a second's worth) however slow the machine: a count, not a time window.
+    standin.call("WaitForNotifications", path, dbus.UInt32(20), WAIT_MS)
     standin.call("Unsubscribe", path, DEVICE)
+    unsubscribed = time.monotonic()
     times = times_s(standin, path)
     values = [struct.unpack("<H", v)[0] for v in notifications(standin, path)]
     span = times[-1] - times[0]
     rate = (len(times) - 1) / span
     gaps = [b - a for a, b in zip(times, times[1:])]
-    steps = [b - a for a, b in zip(values, values[1:])]
+    steps = [(b - a) % 65536 for a, b in zip(values, values[1:])]  # the uint16 counter may wrap
     median_gap = sorted(gaps)[len(gaps) // 2]
     print("flood: %d notifications in %.3f s = %.1f/s; gaps at the stand-in: median %.1f ms, min %.1f ms; "
           "counter steps between notifications: min %d, median %d (the counter ticks every 10 ms)"
           % (len(times), span, rate, median_gap * 1000, min(gaps) * 1000, min(steps),
              sorted(steps)[len(steps) // 2]))
-    assert len(times) >= 20
-    assert len(times) <= span * 20 + 2, "at most 20 per second (+1), however fast the source"
-    # The stand-in's receive times jitter with its own scheduling; the counter values are
-    # gattd's clock: 50 ms between notifications is about 5 counter ticks.
-    assert min(steps) >= 4, "two notifications were less than ~40 ms apart in gattd"
-    assert 0.045 <= median_gap <= 0.055
-    assert all(step > 0 for step in steps), "no stale value arrives after a newer one"
+    # Every notification was sent between Subscribe and Unsubscribe (both timed by this process,
+    # before and after): paced 50 ms apart, at most 20 a second of that window plus the first.
+    # Delays (a loaded machine, the stand-in's scheduling) only lower the count, so this bound
+    # fails a faster pacing and never a slow machine. The gaps and counter steps printed above
+    # are the detail: neither is a check, since the stand-in's receive times bunch when it is
+    # descheduled and gattd's 10 ms counter skips ticks it was too late for.
+    window = unsubscribed - subscribed
+    assert len(times) <= window * 20 + 1, "%d notifications in %.3f s: more than 20 a second" % (len(times), window)
+    assert all(0 < step < 32768 for step in steps), "no stale value arrives after a newer one"
 
 
 @pytest.fixture

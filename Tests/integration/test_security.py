@@ -393,6 +393,7 @@ def test_numeric_comparison_program_decides(start_gattd, standin, private_bus, t
         assert g.child.wait_for_line("pairing accepted (numeric comparison)", 5)
 
 
+@pytest.mark.exec_failure
 def test_numeric_comparison_program_that_cannot_start_rejects(start_gattd, standin, private_bus, tmp_path):
     g = start_gattd(nc_config(tmp_path, onConfirm={"argv": [str(tmp_path / "no-such-confirm-program")]}))
     serving(g, standin)

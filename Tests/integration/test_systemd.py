@@ -56,6 +56,13 @@ def reload(g, notify):
     return reloading, ready
 
 
+# systemd/gattd.service's TimeoutStopSec: the promise is that systemd never has to kill gattd.
+# gattd bounds its own stop at 1.5 s; the test's bound is the unit's, so a loaded or emulated
+# machine slow to start and end a process does not fail it, and a gattd waiting on a call
+# timeout (libdbus: 25 s) does.
+STOP_BOUND = 10.0
+
+
 def stop(g, timeout=2.0):
     """SIGTERM; returns (exit status, seconds it took)."""
     started = time.monotonic()
@@ -80,7 +87,7 @@ def test_ready_only_once_application_and_advertisement_are_registered(start_gatt
 
     status, took = stop(g)
     assert notify.wait_key("STOPPING", timeout=2) is not None, notify.messages
-    assert status == 0 and took < 2.0
+    assert status == 0 and took < STOP_BOUND, "took %.2f s" % took
     notify.drain()
     assert not any("WATCHDOG" in m for m in notify.messages), "WATCHDOG=1 without WATCHDOG_USEC"
 
@@ -175,12 +182,12 @@ def test_reload_with_an_invalid_file_keeps_serving_the_old_tree(start_gattd, sta
 # -- SIGTERM -------------------------------------------------------------------------
 
 
-def test_sigterm_unregisters_flushes_and_exits_within_2s(start_gattd, standin, config, notify, tmp_path):
+def test_sigterm_unregisters_flushes_and_exits_before_systemd_would_kill(start_gattd, standin, config, notify, tmp_path):
     g, _ = start_ready(start_gattd, config, notify)
     write(standin, LABEL, b"kitchen")
     status, took = stop(g)
     assert status == 0
-    assert took < 2.0, "took %.2f s" % took
+    assert took < STOP_BOUND, "took %.2f s" % took
     assert notify.wait_key("STOPPING", timeout=1) is not None
     with open(os.path.join(g.state_dir, "state.json")) as f:
         assert bytes.fromhex(json.load(f)["characteristics"]["label"]["value"]) == b"kitchen"
@@ -188,7 +195,7 @@ def test_sigterm_unregisters_flushes_and_exits_within_2s(start_gattd, standin, c
     assert len(standin_log(standin, "removed (UnregisterAdvertisement)")) == 1
 
 
-def test_sigterm_while_bluetoothd_is_frozen_still_exits_within_2s(start_gattd, standin, config, notify):
+def test_sigterm_while_bluetoothd_is_frozen_exits_on_its_own_bound(start_gattd, standin, config, notify):
     g, _ = start_ready(start_gattd, config, notify)
     standin.proc.send_signal(signal.SIGSTOP)
     try:
@@ -196,7 +203,12 @@ def test_sigterm_while_bluetoothd_is_frozen_still_exits_within_2s(start_gattd, s
     finally:
         standin.proc.send_signal(signal.SIGCONT)
     assert status == 0
-    assert took < 2.0, "took %.2f s" % took
+    # gattd gave up on its own bounds (1 s per unregistering call, 1.5 s for them all), not on
+    # libdbus's 25 s default: its log says so, whatever the machine's speed. STOP_BOUND is the
+    # unit's.
+    assert g.child.out.wait_for(lambda line: "could not unregister" in line and "NoReply" in line
+                                or "unregistering took too long; exiting anyway" in line, 1)
+    assert took < STOP_BOUND, "took %.2f s" % took
 
 
 def test_control_api_follows_a_reload_that_rebuilds_the_tree(start_gattd, standin, config, notify, private_bus):

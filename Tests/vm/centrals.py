@@ -43,7 +43,7 @@ from security import CentralAgent, register_agent  # noqa: E402
 SERVICE = '12345678-1234-5678-1234-56789abce000'
 UUIDS = {'feed': '12345678-1234-5678-1234-56789abce001', 'sig': '12345678-1234-5678-1234-56789abce002',
          'long': '12345678-1234-5678-1234-56789abce003'}
-MARKER = 0xfffffff0   # the targeted value; the counters never get near it
+MARKER = 0xfffffff0   # the targeted value; the counters (5 a second from 0, max 2^32-1) never get near it
 LONG = 300
 
 

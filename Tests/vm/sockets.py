@@ -27,6 +27,7 @@ SERVICE = '12345678-1234-5678-1234-56789abcd000'
 STREAM = '12345678-1234-5678-1234-56789abcd001'
 SIGNALS = '12345678-1234-5678-1234-56789abcd002'
 CMD = '12345678-1234-5678-1234-56789abcd003'
+MEASURED = 50   # notifications a measurement takes at least (20 ms apart: 1 s natively)
 
 
 def cpu_seconds(pid):
@@ -91,15 +92,18 @@ def plan(args):
         central.wait_notifications(chrc, 1, what='the first notification of %s' % name)
         before, cpu0, t0 = len(central.notifications[chrc]), cpu_seconds(args.gattd_pid), time.monotonic()
         others0 = {k: cpu_of(v) for k, v in others.items()}
-        central.pump_until(lambda: time.monotonic() - t0 >= args.seconds, args.seconds + 5, 'the measurement')
+        # The measurement: at least --seconds and at least MEASURED notifications, so that a
+        # loaded machine (fewer a second) measures longer instead of failing; the bound is on
+        # the stream stalling, not on its rate.
+        central.pump_until(lambda: time.monotonic() - t0 >= args.seconds
+                           and len(central.notifications[chrc]) - before >= MEASURED,
+                           args.seconds + 60, 'at least %d notifications of %s' % (MEASURED, name))
         got, cpu, secs = (len(central.notifications[chrc]) - before, cpu_seconds(args.gattd_pid) - cpu0,
                           time.monotonic() - t0)
         others1 = {k: cpu_of(v) for k, v in others.items()}
         values = [struct.unpack('<I', v)[0] for v in central.notifications[chrc]]
         if any(b <= a for a, b in zip(values, values[1:])):
             raise CheckFailed('%s: counter values out of order: %s' % (name, values[:20]))
-        if got < 50:
-            raise CheckFailed('%s: only %d notifications in %.1f s' % (name, got, secs))
         rates[name] = (got / secs, 1000 * cpu / got)
         step('%s path: %d notifications in %.1f s = %.0f/s at the central, gattd CPU %.3f s per 1,000'
              % (name, got, secs, got / secs, 1000 * cpu / got))
