@@ -72,7 +72,9 @@ def test_check_tells_what_will_happen(tmp_path):
     naming its place, and each characteristic says where its value comes from and who
     decides its writes."""
     import json
-    plain = os.path.join(ROOT, "config", "README.md")  # there, not executable, outside /tmp (PrivateTmp=)
+    # There, not executable, and in no directory the unit's sandbox hides: the checkout itself may
+    # be under /tmp or /root, where the sandbox warning would come first.
+    plain = "/etc/passwd"
     assert os.path.isfile(plain) and os.stat(plain).st_mode & 0o111 == 0
     config = tmp_path / "surprises.json"
     config.write_text(json.dumps({"version": 1, "services": [{"id": "s", "uuid": "181A", "characteristics": [
