@@ -7,7 +7,7 @@ import Logging
 /// The connected centrals over the control API (docs/control-api.md, `ListCentrals`,
 /// `DisconnectCentral`): CoreBluetooth's `CBCentral`s, seen from the board.
 extension ControlManager {
-    /// `ListCentrals() -> aa{sv}`: `Device` o, `Address` s, `Name` s (when known), `Paired` b,
+    /// `ListCentrals() -> aa{sv}`: `Device` o, `Address` s, `AddressType` s and `Name` s (when known), `Paired` b,
     /// `Bonded` b, `Trusted` b, `ConnectedSince` t, `MTU` q and `MaxUpdateLength` q (when
     /// known), `Subscribed` as (when bluetoothd gives each central its own socket).
     func listCentrals() -> DBusValue {
@@ -19,6 +19,7 @@ extension ControlManager {
                     ("Device", .objectPath((try? ObjectPath(central.device)) ?? BlueZNamesForControl.unknownDevice)),
                     ("Address", .string(central.address))
                 ]
+                if let type = central.addressType { entries.append(("AddressType", .string(type))) }
                 if let name = central.name { entries.append(("Name", .string(name))) }
                 entries += [
                     ("Paired", .bool(central.paired)), ("Bonded", .bool(central.bonded)),

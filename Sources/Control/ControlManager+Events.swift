@@ -8,13 +8,21 @@ import Logging
 /// Events for programs (docs/control-api.md, "Signals"), sent only to clients that
 /// called `Subscribe()`, like `ValueWritten` and `ValueChanged`.
 extension ControlManager {
-    /// A central connected or disconnected, or the adapter's `Powered` changed.
+    /// A central connected or disconnected, a connected central's address changed
+    /// (`CentralAddressChanged`), or the adapter's `Powered` changed.
     public func centralEvent(_ event: CentralWatch.Event) {
         switch event {
-        case .connected(let device, let address, let name):
-            emitEvent("CentralConnected", [deviceArgument(device), .variantDictionary(info(device, address, name))])
-        case .disconnected(let device, let address, let name):
-            emitEvent("CentralDisconnected", [deviceArgument(device), .variantDictionary(info(device, address, name))])
+        case .connected(let device, let address, let type, let name):
+            emitEvent(
+                "CentralConnected", [deviceArgument(device), .variantDictionary(info(device, address, type, name))])
+        case .disconnected(let device, let address, let type, let name):
+            emitEvent(
+                "CentralDisconnected", [deviceArgument(device), .variantDictionary(info(device, address, type, name))])
+        case .addressChanged(let device, let oldAddress, let oldType, let address, let type, let name):
+            var entries = info(device, address, type, name)
+            entries.append(("OldAddress", .string(oldAddress)))
+            if let oldType { entries.append(("OldAddressType", .string(oldType))) }
+            emitEvent("CentralAddressChanged", [deviceArgument(device), .variantDictionary(entries)])
         case .powered(let powered):
             adapterEvent(adapter: currentAdapter, state: powered ? "powered" : "unpowered")
         }
@@ -44,8 +52,9 @@ extension ControlManager {
         emitEvent("SubscriptionChanged", [.string(attribute.id), .bool(attribute.isNotifying)])
     }
 
-    private func info(_ device: String, _ address: String, _ name: String?) -> [(String, DBusValue)] {
+    private func info(_ device: String, _ address: String, _ type: String?, _ name: String?) -> [(String, DBusValue)] {
         var entries: [(String, DBusValue)] = [("Address", .string(address))]
+        if let type { entries.append(("AddressType", .string(type))) }
         if let name { entries.append(("Name", .string(name))) }
         if let mtu = service.mtu.mtu(for: device) { entries.append(("MTU", .uint16(UInt16(clamping: mtu)))) }
         return entries

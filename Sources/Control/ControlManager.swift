@@ -109,13 +109,14 @@ public final class ControlManager: DBusObject {
                 }
             },
             signals: [
-                DBusSignalDescription("ValueWritten", signature: "says"),
+                DBusSignalDescription("ValueWritten", signature: "sayss"),
                 DBusSignalDescription("ValueChanged", signature: "says"),
                 DBusSignalDescription("ReadyToUpdate", signature: "s"),
                 DBusSignalDescription("SubscriptionChanged", signature: "sb"),
                 DBusSignalDescription("CentralSubscriptionChanged", signature: "sob"),
                 DBusSignalDescription("CentralConnected", signature: "oa{sv}"),
                 DBusSignalDescription("CentralDisconnected", signature: "oa{sv}"),
+                DBusSignalDescription("CentralAddressChanged", signature: "oa{sv}"),
                 DBusSignalDescription("AdapterChanged", signature: "ss"),
                 DBusSignalDescription("AdvertisementChanged", signature: "ss"),
                 DBusSignalDescription("PasskeyDisplayed", signature: "oss"),

@@ -145,8 +145,9 @@ struct BondsCommand: ParsableCommand {
             if json {
                 objects.append(
                     .object([
-                        ("address", .string(address)), ("name", name.map { .string($0) } ?? .null),
-                        ("paired", .bool(flag("Paired"))), ("bonded", .bool(flag("Bonded"))),
+                        ("address", .string(address)),
+                        ("addressType", bond.variantDictionaryValue("AddressType")?.asString.map { .string($0) } ?? .null),
+                        ("name", name.map { .string($0) } ?? .null), ("paired", .bool(flag("Paired"))), ("bonded", .bool(flag("Bonded"))),
                         ("trusted", .bool(flag("Trusted"))), ("connected", .bool(flag("Connected"))),
                     ]))
                 continue
