@@ -46,15 +46,15 @@ struct CentralWatchTests {
         let device = try w.bluez.addDevice("AA:BB:CC:DD:EE:01", name: "phone")
         #expect(w.f.run { w.events.count == 1 })
         let path = device.path.rawValue
-        #expect(w.events == [.connected(device: path, address: "AA:BB:CC:DD:EE:01", addressType: nil, name: "phone")])
+        #expect(w.events == [.connected(device: path, address: "AA:BB:CC:DD:EE:01", addressType: "public", name: "phone")])
         #expect(w.watch.connectedDevices == [path])
         try w.bluez.setConnected(device, false)
         #expect(w.f.run { w.events.count == 2 })
-        #expect(w.events.last == .disconnected(device: path, address: "AA:BB:CC:DD:EE:01", addressType: nil, name: "phone"))
+        #expect(w.events.last == .disconnected(device: path, address: "AA:BB:CC:DD:EE:01", addressType: "public", name: "phone"))
         #expect(w.watch.connectedDevices.isEmpty)
         try w.bluez.setConnected(device, true)
         #expect(w.f.run { w.events.count == 3 })
-        #expect(w.events.last == .connected(device: path, address: "AA:BB:CC:DD:EE:01", addressType: nil, name: "phone"))
+        #expect(w.events.last == .connected(device: path, address: "AA:BB:CC:DD:EE:01", addressType: "public", name: "phone"))
     }
 
     @Test("a connected central's Device1 removed counts as a disconnection")
@@ -65,7 +65,7 @@ struct CentralWatchTests {
         w.bluez.connection.unexport(device.path)
         #expect(w.f.run { w.events.count == 2 })
         #expect(
-            w.events.last == .disconnected(device: device.path.rawValue, address: "AA:BB:CC:DD:EE:02", addressType: nil, name: nil))
+            w.events.last == .disconnected(device: device.path.rawValue, address: "AA:BB:CC:DD:EE:02", addressType: "public", name: nil))
     }
 
     @Test("centrals connected before gattd started are known, not announced; the adapter going disconnects them")
@@ -86,7 +86,7 @@ struct CentralWatchTests {
         #expect(
             w.events == [
                 .disconnected(
-                    device: "/org/bluez/hci0/dev_AA_BB_CC_DD_EE_03", address: "AA:BB:CC:DD:EE:03", addressType: nil,
+                    device: "/org/bluez/hci0/dev_AA_BB_CC_DD_EE_03", address: "AA:BB:CC:DD:EE:03", addressType: "public",
                     name: "bonded")
             ])
         #expect(w.watch.connectedDevices.isEmpty)
