@@ -45,7 +45,11 @@ central() {
 }
 kill -0 "$gattd" || { echo "FAIL: gattd exited"; exit 1; }
 # The first window (3 s from the start) must be closed before the central looks for gattd.
-wait_for_line "$OUT/watch.json" '"state": ?"closed"' 30 || exit 1
+deadline=$(( $(date +%s) + $(bound 30) ))
+until "$GATTCTL_BIN" pairing | grep -q ': closed'; do
+    [ "$(date +%s)" -lt "$deadline" ] || { echo "FAIL: the first pairing window did not close"; exit 1; }
+    sleep 0.5
+done
 
 echo "== 1. first contact from an RPA, subscribe, bond, address change, targeted value, write, disconnect"
 central first --window "$(bound 8)" "${targeted[@]}" || exit 1
