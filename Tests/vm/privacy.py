@@ -8,8 +8,8 @@ addresses (RPAs) and gives its identity (its public address and the IRK) when it
 gattd's events come from `gattctl watch --json` (--watch FILE, started by the scenario), and
 what a program would do goes through gattctl (--gattctl). Phases:
 
-  first     connect from an RPA (the `connected` event names it, type random), subscribe to
-            `reply` (acquireNotify), open pairing for a few seconds and pair (just works):
+  first     open pairing for a few seconds (--window), connect from an RPA (the `connected`
+            event names it, type random), subscribe to `reply` (acquireNotify), pair (just works):
             the `address-changed` event names the RPA and the identity; `gattctl centrals`
             and `bonds` show the identity; `gattctl set reply --to IDENTITY` reaches this
             central on a bluetoothd that targets sockets (5.82) and is refused as
@@ -133,6 +133,9 @@ def phase_first(central, args):
     agent = CentralAgent(central.bus)
     register_agent(central, agent, 'NoInputNoOutput')
     before = len(watch.events())
+    # bondedOnly drops a central that is not bonded while pairing is closed: a phone's first
+    # contact comes while a person has opened it.
+    gattctl(args, 'pairing', 'open', str(args.window))
     path = find(central, args, SERVICE)
     central.connect(path)
     first = connected_from_rpa(central, watch, args, before)
@@ -142,7 +145,6 @@ def phase_first(central, args):
     central.subscribe(reply)
     watch.wait(central, 'central-subscribed reply', before, event='central-subscribed', id='reply')
     step('subscribed to reply through a socket')
-    gattctl(args, 'pairing', 'open', str(args.window))
     pair(central, path)
     changed = watch.wait(central, 'the address-changed event', before, event='address-changed')
     wanted = {'address': args.identity, 'address-type': 'public', 'old-address': rpa, 'old-address-type': 'random',
@@ -268,7 +270,7 @@ def main():
     parser.add_argument('--gattctl', required=True)
     parser.add_argument('--watch', required=True, help='the file gattctl watch --json writes')
     parser.add_argument('--gattd-log', required=True)
-    parser.add_argument('--window', type=int, default=8, help='first: seconds of pairing opened before pairing')
+    parser.add_argument('--window', type=int, default=20, help='first: seconds of pairing opened before the first contact')
     parser.add_argument('--targeted', action='store_true', help='bluetoothd sends a socket\'s values to its '
                         'central alone (5.79 and later)')
     args = parser.parse_args()
