@@ -11,16 +11,16 @@ what a program would do goes through gattctl (--gattctl). Phases:
   first     open pairing for a few seconds (--window), connect from an RPA (the `connected`
             event names it, type random), subscribe to `reply` (acquireNotify), pair (just works):
             the `address-changed` event names the RPA and the identity; `gattctl centrals`
-            and `bonds` show the identity; `gattctl set reply --to IDENTITY` reaches this
-            central on a bluetoothd that targets sockets (5.82) and is refused as
-            untargetable (never "not subscribed") on 5.66; a write is reported with the
-            identity; `gattctl disconnect IDENTITY` drops the link and the `disconnected`
+            and `bonds` show the identity; its old RPA names nobody (`--to RPA` is "not
+            connected"); a write is reported with the identity; `gattctl disconnect IDENTITY` drops the link and the `disconnected`
             event names the identity. A program following only the events never meets an
             address it was not told.
   return    after the pairing window closed: a power cycle gives a new RPA, the central
             connects again (auto-connect, as phones do) and stays connected (bondedOnly
-            keeps a bonded central), the `connected` event names the identity, and
-            `secret` (encrypt-read) reads without pairing again.
+            keeps a bonded central), the `connected` event names the identity, it
+            subscribes to `reply` and `gattctl set reply --to IDENTITY` reaches it on a
+            bluetoothd that targets sockets (5.82) and is refused as untargetable (never "not
+            subscribed") on 5.66, and `secret` (encrypt-read) reads without pairing again.
   restarted after bluetoothd restarted: the same, and bluetoothd's object is now
             dev_<identity>.
   stranger  gattd forgot the bond (`gattctl bonds remove`): the central forgets gattd too
@@ -162,29 +162,8 @@ def phase_first(central, args):
 
     # bluetoothd keeps a subscription (CCC) by the link's address and does not move it from
     # the RPA to the identity: on 5.82 a value sent over the pre-bond subscription did not reach
-    # the central (docs/bluez-contract.md §12). The central writes its CCC again, as a phone
-    # does when it reconnects, and its new subscription is the identity's.
-    subscribed = len([e for e in watch.events() if e.get('event') == 'central-subscribed'])
-    central.unsubscribe(reply)
-    central.subscribe(reply)
-    central.pump_until(lambda: len([e for e in watch.events() if e.get('event') == 'central-subscribed'])
-                       > subscribed, 20, 'central-subscribed after subscribing again')
-    step('subscribed again after bonding')
-    # A value for this central alone, by its identity.
-    done = gattctl(args, 'set', 'reply', '--uint16', '4660', '--to', args.identity, expect=None)
-    if args.targeted:
-        if done.returncode != 0:
-            raise CheckFailed('gattctl set reply --to %s: exit %d: %s' % (args.identity, done.returncode,
-                                                                          done.stderr.strip()))
-        got = central.wait_notifications(reply, 1, what='the targeted value')
-        if got[-1] != b'\x34\x12':
-            raise CheckFailed('the targeted value arrived as %s' % got[-1].hex())
-        step('gattctl set reply --to %s reached the central (%s)' % (args.identity, got[-1].hex()))
-    else:
-        if done.returncode != 5 or 'not subscribed' in done.stderr or 'cannot reach chosen centrals' not in done.stderr:
-            raise CheckFailed('5.66 shares one socket: --to must be refused as untargetable, got exit %d: %s'
-                              % (done.returncode, done.stderr.strip()))
-        step('gattctl set --to refused as bluetoothd 5.66 cannot target: %s' % done.stderr.strip())
+    # the central (docs/bluez-contract.md §12). The value for this central alone is checked
+    # after its return, on a link bluetoothd knows by the identity.
     done = gattctl(args, 'set', 'reply', '--uint16', '1', '--to', rpa, expect=5)
     if 'is not connected' not in done.stderr:
         raise CheckFailed('the old RPA should name no connected central: %s' % done.stderr.strip())
@@ -206,6 +185,29 @@ def phase_first(central, args):
     watch.check_tracking()
 
 
+def targeted_value(central, args, watch, reply, before):
+    """Subscribes to `reply` and sends it a value for this central alone, by its identity:
+    it arrives where bluetoothd targets sockets (5.79 and later); 5.66 shares one socket and
+    gattd refuses, saying so (never "not subscribed")."""
+    central.subscribe(reply)
+    watch.wait(central, 'central-subscribed reply', before, event='central-subscribed', id='reply')
+    done = gattctl(args, 'set', 'reply', '--uint16', '4660', '--to', args.identity, expect=None)
+    if args.targeted:
+        if done.returncode != 0:
+            raise CheckFailed('gattctl set reply --to %s: exit %d: %s' % (args.identity, done.returncode,
+                                                                          done.stderr.strip()))
+        got = central.wait_notifications(reply, 1, what='the targeted value')
+        if got[-1] != b'\x34\x12':
+            raise CheckFailed('the targeted value arrived as %s' % got[-1].hex())
+        step('gattctl set reply --to %s reached the central (%s)' % (args.identity, got[-1].hex()))
+    else:
+        if done.returncode != 5 or 'not subscribed' in done.stderr or 'cannot reach chosen centrals' not in done.stderr:
+            raise CheckFailed('5.66 shares one socket: --to must be refused as untargetable, got exit %d: %s'
+                              % (done.returncode, done.stderr.strip()))
+        step('gattctl set --to refused as bluetoothd 5.66 cannot target: %s' % done.stderr.strip())
+    central.unsubscribe(reply)
+
+
 def returning(central, args, device_path_check):
     watch = Watch(args.watch)
     agent = CentralAgent(central.bus, forbid=True)
@@ -223,7 +225,9 @@ def returning(central, args, device_path_check):
         raise CheckFailed('the returning central is announced as %s' % back)
     device_path_check(back['device'])
     step('returned (bluetoothd\'s object %s), announced as %s' % (back['device'], back['address']))
-    secret = chrcs(central, path, SERVICE)[SECRET]['path']
+    found = chrcs(central, path, SERVICE)
+    targeted_value(central, args, watch, found[REPLY]['path'], before)
+    secret = found[SECRET]['path']
     value = central.read(secret)
     if value != b'for bonded phones':
         raise CheckFailed('read secret = %r' % value)

@@ -6,11 +6,12 @@
 # (just-works, pairing window 3 s at start, bondedOnly). A `gattctl watch --json` runs
 # throughout: it is the program that tracks centrals by the events' addresses.
 #   1. with pairing opened for a few seconds (bondedOnly drops a stranger while it is closed):
-#      first contact from an RPA, subscribe (acquireNotify), pair: address-changed RPA -> identity; centrals and bonds name the identity; a
-#      value `--to IDENTITY` reaches it (5.82; 5.66 shares one socket: refused as such, never
-#      "not subscribed"); a write is reported with the identity; disconnect by identity.
+#      first contact from an RPA, subscribe (acquireNotify), pair: address-changed RPA ->
+#      identity; centrals and bonds name the identity; a write is reported with the
+#      identity; disconnect by identity.
 #   2. the window closed: it returns from a new RPA, bondedOnly keeps it, the event names
-#      the identity, an encrypted read needs no new pairing.
+#      the identity; a value `--to IDENTITY` reaches it (5.82; 5.66 shares one socket:
+#      refused as such, never "not subscribed"); an encrypted read needs no new pairing.
 #   3. bluetoothd restarts: the same, and the object is dev_<identity>.
 #   4. gattd forgets the bond: the private central connects and is dropped.
 # Environment (run-guest --env): GATTD_BIN, GATTCTL_BIN (default: next to GATTD_BIN).
@@ -51,12 +52,12 @@ until "$GATTCTL_BIN" pairing | grep -q ': closed'; do
     sleep 0.5
 done
 
-echo "== 1. first contact from an RPA, subscribe, bond, address change, targeted value, write, disconnect"
+echo "== 1. first contact from an RPA, subscribe, bond, address change, write, disconnect"
 central first --window "$(bound 20)" "${targeted[@]}" || exit 1
 echo "phase 1 done ($(elapsed) s)"
 
-echo "== 2. the window closed: back from a new RPA (bondedOnly), encrypted read without pairing"
-central return || exit 1
+echo "== 2. the window closed: back from a new RPA (bondedOnly), targeted value, encrypted read without pairing"
+central return "${targeted[@]}" || exit 1
 echo "phase 2 done ($(elapsed) s)"
 
 echo "== 3. bluetoothd restarts: the object becomes dev_<identity>"
@@ -72,7 +73,7 @@ BLUETOOTHD_PID=$!
 pids+=($BLUETOOTHD_PID)
 wait_count "$OUT/gattd.log" 'GATT application registered' $((registered + 1)) 60 || exit 1
 wait_count "$OUT/gattd.log" 'pairing agent registered capability' $((agents + 1)) 30 || exit 1
-central restarted || exit 1
+central restarted "${targeted[@]}" || exit 1
 echo "phase 3 done ($(elapsed) s)"
 
 echo "== 4. gattd forgets the bond: the private central is dropped (bondedOnly, pairing closed)"
