@@ -35,7 +35,7 @@ import time
 import dbus
 
 from bluezcentral import CheckFailed, Central, bound, run, step
-from security import CentralAgent, auto_connect, auto_connect_end, btmgmt, chrcs, every, find, pair, register_agent
+from security import CentralAgent, auto_connect, auto_connect_end, btmgmt, chrcs, find, pair, register_agent
 
 SERVICE = '5ec0de00-1234-5678-1234-56789abc0031'
 PLAIN, SECRET, REPLY, CMD = ('5ec0de0%d-1234-5678-1234-56789abc0031' % n for n in (1, 2, 3, 4))
@@ -190,15 +190,7 @@ def targeted_value(central, args, watch, reply, before):
     it arrives where bluetoothd targets sockets (5.79 and later); 5.66 shares one socket and
     gattd refuses, saying so (never "not subscribed")."""
     central.subscribe(reply)
-    if args.targeted:
-        watch.wait(central, 'central-subscribed reply', before, event='central-subscribed', id='reply')
-    else:
-        # 5.66 keeps a bonded central's subscription (and its shared socket) across its link:
-        # no new AcquireNotify, so no central-subscribed; gattd shows it subscribed.
-        def subscribed():
-            listed = json.loads(gattctl(args, 'list', '--json').stdout)
-            return any(c['id'] == 'reply' and c['subscribed'] for c in listed)
-        central.pump_until(every(0.5, subscribed), 20, 'reply subscribed in gattctl list')
+    watch.wait(central, 'central-subscribed reply', before, event='central-subscribed', id='reply')
     done = gattctl(args, 'set', 'reply', '--uint16', '4660', '--to', args.identity, expect=None)
     if args.targeted:
         if done.returncode != 0:
