@@ -70,7 +70,7 @@ class Thermostat(dbus.service.Object):
         if characteristic == "report":
             self.reports += 1
             text = "report %d: temperature %.2f C, requested by %s at offset %d; " % (
-                self.reports, self.temperature() / 100, request.get("device", "?"), request.get("offset", 0))
+                self.reports, self.temperature() / 100, request.get("address", "?"), request.get("offset", 0))
             return dbus.ByteArray((text * 4)[:200].encode())
         raise AttError("ReadNotPermitted", "not served here: %s" % characteristic)
 
@@ -82,7 +82,9 @@ class Thermostat(dbus.service.Object):
         if not 1000 <= setpoint <= 3000:
             # handler.json's accept rule refuses these first; a program checks its input anyway.
             raise AttError("Application0x80", "setpoint %.2f C is outside 10-30 C" % (setpoint / 100))
-        print("setpoint %.2f C from %s" % (setpoint / 100, request.get("device", "?")), flush=True)
+        # `address` names the central as bluetoothd does (its identity once bonded); `device`
+        # is only bluetoothd's object for it, never to be read for an address.
+        print("setpoint %.2f C from %s" % (setpoint / 100, request.get("address", "?")), flush=True)
 
 
 def operations(*names):

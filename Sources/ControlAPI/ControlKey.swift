@@ -39,6 +39,9 @@ public enum ControlKey: String, CaseIterable, Sendable {
     // ListCentrals, ListBonds and the central events
     case device = "Device"
     case address = "Address"
+    case addressType = "AddressType"
+    case oldAddress = "OldAddress"
+    case oldAddressType = "OldAddressType"
     case name = "Name"
     case paired = "Paired"
     case bonded = "Bonded"

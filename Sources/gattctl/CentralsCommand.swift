@@ -41,8 +41,9 @@ struct CentralsCommand: ParsableCommand {
             if json {
                 objects.append(
                     .object([
-                        ("address", .string(address)), ("name", name.map { .string($0) } ?? .null),
-                        ("mtu", mtu.map { .number($0) } ?? .null),
+                        ("address", .string(address)),
+                        ("addressType", value(.addressType)?.asString.map { .string($0) } ?? .null),
+                        ("name", name.map { .string($0) } ?? .null), ("mtu", mtu.map { .number($0) } ?? .null),
                         ("maxUpdateLength", maxUpdate.map { .number($0) } ?? .null),
                         ("paired", .bool(flag(.paired))), ("bonded", .bool(flag(.bonded))),
                         ("trusted", .bool(flag(.trusted))), ("connectedSince", .number(since)),

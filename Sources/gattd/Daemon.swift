@@ -75,14 +75,15 @@ final class Daemon {
         registrar.kernel = kernel
         advertiser.kernel = kernel
         centrals = CentralWatch(connection: connection, session: session, logger: logger)
+        service.centralAddress = { [unowned centrals] device in centrals.address(device: device) }
         security = try Pairing(
             definition: configuration.security, connection: connection, session: session, loop: loop, logger: logger)
         let port = ControlPort(
             advertising: ControlPort.Advertising(advertiser), security: configuration.security,
             pairingWindow: security.controlWindow, centrals: ControlPort.Centrals(centrals),
             acquiredSockets: { [unowned application] id in application.acquiredSockets(of: id) },
-            sendToCentrals: { [unowned application] attribute, value, addresses in
-                application.send(attribute, value: value, to: addresses)
+            sendToCentrals: { [unowned application] attribute, value, targets in
+                application.send(attribute, value: value, to: targets)
             },
             centralSubscriptions: { [unowned application] in application.centralSubscriptions() },
             characteristicHandles: { [unowned application] in application.currentHandles.characteristics },
@@ -175,7 +176,7 @@ final class Daemon {
         session.observe { [unowned registrar] in registrar.handle($0) }
         centrals.onEvent = { [unowned self] event in
             self.control.centralEvent(event)
-            if case .connected(let device, let address, _) = event {
+            if case .connected(let device, let address, _, _) = event {
                 self.security.centralConnected(device: device, address: address, centrals: self.centrals)
             }
         }
