@@ -119,6 +119,7 @@ def test_example_registers_again_when_gattd_comes_back(gattd, standin, program, 
     sensor.write_text("23000\n")
     assert read_att(standin, "2a6e") == (0, struct.pack("<h", 2300)), "the program serves reads again"
     setpoint = "12345678-1234-5678-1234-56789abc8002"
+    standin.call("SetDeviceConnected", "hci0", "00:11:22:33:44:55", True)  # a central bluetoothd names
     assert write_att(standin, setpoint, struct.pack("<h", 1800)) == 0
     assert handler.wait_for_line("setpoint 18.00 C from 00:11:22:33:44:55", 5), "and decides writes again"
 
