@@ -2,151 +2,83 @@
 # SPDX-License-Identifier: MIT
 """A thermostat whose values come from this program, not from gattd's store.
 
-It registers an org.gattd.Handler1 object for three characteristics of handler.json:
+- `temperature`: every read gets a fresh reading (int16, 0.01 degC) from --sensor-file (an
+  iio/thermal file in millidegrees), else a simulated one;
+- `setpoint`: writes are decided here: 10.00 to 30.00 degC is accepted (gattd stores,
+  saves and notifies it), anything else gets ATT error 0x80 at the central;
+- `report`: a text longer than one ATT packet, new at each read; gattd asks once per long
+  read, so a central never sees two reports mixed;
+- `samples` (`delivery: "all"`): with --stream-hz, every reading is streamed without loss.
 
-- `temperature`: every read gets a fresh reading (int16, 0.01 degC), from SENSOR_FILE (an
-  iio/thermal file in millidegrees) when given, else a simulated one;
-- `setpoint`: writes are decided here: 10.00 to 30.00 degC is accepted (gattd then stores,
-  saves and notifies it as any write), anything else is refused with ATT error 0x80
-  (`org.gattd.Att.Application0x80`), which the central sees;
-- `report`: a text longer than one ATT packet, new at each read; gattd asks once per read
-  sequence, so a central's long read never mixes two reports;
-- `samples` (`delivery: "all"`): with --stream-hz, every reading is sent as a sample
-  (sequence number, temperature) through SetValue; when gattd's queue is full the sample
-  waits for ReadyToUpdate instead of being lost (CoreBluetooth's updateValue returning
-  false, then peripheralManagerIsReady).
-
-This is CoreBluetooth's didReceiveRead / didReceiveWrite with respond(to:withResult:), over
-D-Bus. If this program stops, gattd serves the stored value (temperature, report) or
-refuses with 0x80 (setpoint), as handler.json says. Uses Debian's python3-dbus and
-python3-gi; run as root or as a member of group gattd.
+If this program stops, gattd serves the stored value or refuses with 0x80, as handler.json
+says; when gattd restarts, the library registers again. Run as root or in group gattd.
 
     examples/handler.py [--sensor-file /sys/class/thermal/thermal_zone0/temp] [--stream-hz 10]
 """
 
 import argparse
+import asyncio
 import struct
-import sys
 import time
 
-import dbus
-import dbus.mainloop.glib
-import dbus.service
-from gi.repository import GLib
+import gattd
 
-HANDLER = "org.gattd.Handler1"
-OBJECT = "/org/example/thermostat"
-
-
-class AttError(dbus.DBusException):
-    """An ATT result for the central: org.gattd.Att.<Name>."""
-
-    def __init__(self, name, message):
-        super().__init__(message, name="org.gattd.Att." + name)
+parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+parser.add_argument("--sensor-file", help="temperature in millidegrees (e.g. thermal_zone0/temp)")
+parser.add_argument("--stream-hz", type=float, default=0, help="stream samples at this rate (0: no stream)")
+parser.add_argument("--samples", type=int, default=0, help="stop streaming after this many (0: never)")
+args = parser.parse_args()
+app = gattd.Peripheral()
+started = time.monotonic()
+reports = 0
 
 
-class Thermostat(dbus.service.Object):
-    def __init__(self, bus, sensor_file):
-        super().__init__(bus, OBJECT)
-        self.sensor_file = sensor_file
-        self.reports = 0
-        self.started = time.monotonic()
-
-    def temperature(self):
-        if self.sensor_file:
-            with open(self.sensor_file) as f:
-                return int(f.read().strip()) // 10  # millidegrees -> 0.01 degC
-        return 2000 + int((time.monotonic() - self.started) * 10) % 500
-
-    @dbus.service.method(HANDLER, in_signature="sa{sv}", out_signature="ay")
-    def Read(self, characteristic, request):
-        if characteristic == "temperature":
-            return dbus.ByteArray(struct.pack("<h", self.temperature()))
-        if characteristic == "report":
-            self.reports += 1
-            text = "report %d: temperature %.2f C, requested by %s at offset %d; " % (
-                self.reports, self.temperature() / 100, request.get("device", "?"), request.get("offset", 0))
-            return dbus.ByteArray((text * 4)[:200].encode())
-        raise AttError("ReadNotPermitted", "not served here: %s" % characteristic)
-
-    @dbus.service.method(HANDLER, in_signature="saya{sv}", out_signature="")
-    def Write(self, characteristic, value, request):
-        if characteristic != "setpoint":
-            raise AttError("WriteNotPermitted", "not served here: %s" % characteristic)
-        (setpoint,) = struct.unpack("<h", bytes(value))
-        if not 1000 <= setpoint <= 3000:
-            raise AttError("Application0x80", "setpoint %.2f C is outside 10-30 C" % (setpoint / 100))
-        print("setpoint %.2f C from %s" % (setpoint / 100, request.get("device", "?")), flush=True)
+def temperature():
+    if args.sensor_file:
+        with open(args.sensor_file) as f:
+            return int(f.read().strip()) // 10  # millidegrees -> 0.01 degC
+    return 2000 + int((time.monotonic() - started) * 10) % 500
 
 
-class Stream:
-    """Samples of the temperature to `samples`, none lost: a refused sample (QueueFull)
-    is sent again when ReadyToUpdate says there is room."""
-
-    def __init__(self, manager, thermostat, count):
-        self.manager, self.thermostat, self.count = manager, thermostat, count
-        self.pending = []   # samples taken and not yet accepted, oldest first
-        self.sequence = 0
-        self.waiting = False  # a SetValue is out, or the queue is full
-
-    def tick(self):
-        if self.count and self.sequence >= self.count:
-            return False
-        self.pending.append(struct.pack("<Ih", self.sequence, self.thermostat.temperature()))
-        self.sequence += 1
-        self.send()
-        return True
-
-    def send(self):
-        if self.waiting or not self.pending:
-            return
-        self.waiting = True
-        self.manager.SetValue("samples", dbus.ByteArray(self.pending[0]),
-                              reply_handler=self.accepted, error_handler=self.refused)
-
-    def accepted(self):
-        self.pending.pop(0)
-        self.waiting = False
-        if self.count and not self.pending and self.sequence >= self.count:
-            print("streamed %d samples" % self.count, flush=True)
-        self.send()
-
-    def refused(self, error):
-        if error.get_dbus_name() != "org.gattd.Error.QueueFull":
-            print("stream: %s" % error.get_dbus_message(), file=sys.stderr, flush=True)
-            self.waiting = False
-        # QueueFull: stay waiting until ReadyToUpdate
-
-    def ready(self, characteristic):
-        if characteristic == "samples":
-            self.waiting = False
-            self.send()
+@app.on_read("temperature")
+def read_temperature(request):
+    return struct.pack("<h", temperature())
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sensor-file", help="temperature in millidegrees (e.g. thermal_zone0/temp)")
-    parser.add_argument("--stream-hz", type=float, default=0, help="stream samples at this rate (0: no stream)")
-    parser.add_argument("--samples", type=int, default=0, help="stop streaming after this many (0: never)")
-    args = parser.parse_args()
-    dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
-    bus = dbus.SystemBus()
-    thermostat = Thermostat(bus, args.sensor_file)
-    manager = dbus.Interface(bus.get_object("org.gattd", "/org/gattd"), "org.gattd.Manager1")
-    manager.RegisterHandler(OBJECT, ["temperature", "setpoint", "report"], dbus.Dictionary({}, signature="sv"))
+@app.on_write("setpoint")
+def write_setpoint(value, request):
+    (setpoint,) = struct.unpack("<h", value)
+    if not 1000 <= setpoint <= 3000:
+        raise gattd.AttError(0x80, "setpoint %.2f C is outside 10-30 C" % (setpoint / 100))
+    print("setpoint %.2f C from %s" % (setpoint / 100, request.address or request.device), flush=True)
+
+
+@app.on_read("report")
+def read_report(request):
+    global reports
+    reports += 1
+    text = "report %d: temperature %.2f C, requested by %s at offset %d; " % (
+        reports, temperature() / 100, request.address or request.device or "?", request.offset)
+    return (text * 4)[:200]
+
+
+@app.on_start
+def registered():
     print("handler registered", flush=True)
-    if args.stream_hz > 0:
-        stream = Stream(manager, thermostat, args.samples)
-        bus.add_signal_receiver(stream.ready, signal_name="ReadyToUpdate", dbus_interface="org.gattd.Manager1",
-                                bus_name="org.gattd", path="/org/gattd")
-        manager.Subscribe()  # signals go only to subscribed clients
-        GLib.timeout_add(max(1, int(1000 / args.stream_hz)), stream.tick)
-    loop = GLib.MainLoop()
-    GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, 15, loop.quit)
-    loop.run()
-    del thermostat
-    return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+async def stream(app):
+    """Samples (sequence number, temperature) to `samples`; a full queue waits, none is lost."""
+    if args.stream_hz <= 0:
+        return await asyncio.Event().wait()
+    for sequence in range(args.samples or 2**32):
+        try:
+            await app.send("samples", struct.pack("<Ih", sequence, temperature()))
+        except gattd.NotRunning:
+            await app.wait_started()  # gattd restarts: this sample is skipped, the stream goes on
+        await asyncio.sleep(1 / args.stream_hz)
+    print("streamed %d samples" % args.samples, flush=True)
+    await asyncio.Event().wait()
+
+
+app.run(stream)
