@@ -108,8 +108,7 @@ def test_advertising_calls_and_their_errors(serving, private_bus, standin):
             events = app.events()
             await app.subscribe()
             await app.stop_advertising("beacon")
-            seen = await events.next(gattd.AdvertisementChanged, timeout=10, id="beacon")
-            assert seen.state == "disabled"
+            await events.next(gattd.AdvertisementChanged, timeout=10, id="beacon", state="disabled")
             assert (await app.status())["Advertisements"]["beacon"] == "disabled"
             await app.start_advertising("beacon")
             with pytest.raises(gattd.UnknownAdvertisement):
