@@ -148,7 +148,8 @@ class Signal(Event):
 def _central(cls: Any) -> Callable[[List[Any]], Event]:
     def make(body: List[Any]) -> Event:
         info = {k: getattr(v, "value", v) for k, v in body[1].items()}
-        return cls(str(body[0]), info.get("Address"), info.get("Name"), info.get("MTU"), info)
+        event: Event = cls(str(body[0]), info.get("Address"), info.get("Name"), info.get("MTU"), info)
+        return event
     return make
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import inspect
 import json
 import logging
@@ -12,11 +13,11 @@ import re
 import signal
 import sys
 from dataclasses import dataclass
-from typing import (Any, Awaitable, Callable, Dict, Iterable, List, Optional, Set, Type,
+from typing import (Any, Awaitable, Callable, Dict, Iterable, List, Optional, Set, Tuple, Type,
                     TypeVar, Union)
 
 from dbus_fast import BusType, Message, MessageType, Variant
-from dbus_fast.aio import MessageBus
+from dbus_fast.aio.message_bus import MessageBus
 from dbus_fast.errors import DBusError
 
 from . import events as ev
@@ -116,7 +117,7 @@ class Peripheral:
         self._subscribing: Optional["asyncio.Future[None]"] = None
         self._want_events = False
         self._listeners: List["asyncio.Queue[ev.Event]"] = []
-        self._callbacks: List[tuple] = []
+        self._callbacks: List[Tuple[type, Callable[[Any], Any]]] = []
         self._addresses: Dict[str, Optional[str]] = {}
         self._ready_count: Dict[str, int] = {}
         self._ready_changed: Optional[asyncio.Condition] = None
@@ -197,7 +198,7 @@ class Peripheral:
         if self._owner is None:
             log.info("waiting for %s on the bus", self.bus_name)
         assert self._failed is not None and self._bus is not None
-        gone = asyncio.ensure_future(self._bus.wait_for_disconnect())
+        gone = asyncio.ensure_future(self._bus.wait_for_disconnect())  # type: ignore[no-untyped-call]
         failed = asyncio.ensure_future(self._failed.wait())
         try:
             await asyncio.wait({gone, failed}, return_when=asyncio.FIRST_COMPLETED)
@@ -240,7 +241,8 @@ class Peripheral:
     async def characteristics(self) -> List[Dict[str, Any]]:
         """ListCharacteristics: one dict per characteristic (Id, Service, UUID, Flags,
         Value, Notifying, Persistent, MinLength, MaxLength, Type, Handler, ...)."""
-        return _plain((await self.call("ListCharacteristics")).body[0])
+        found: List[Dict[str, Any]] = _plain((await self.call("ListCharacteristics")).body[0])
+        return found
 
     async def get(self, id: str) -> bytes:
         """The current value of characteristic `id`."""
@@ -282,9 +284,10 @@ class Peripheral:
         (ReadyToUpdate; also when gattd restarted, its queue then empty).
         CoreBluetooth's peripheralManagerIsReady(toUpdateSubscribers:)."""
         assert self._ready_changed is not None, "connect() first"
-        seen = self._refused_at.get(id)
-        if seen is None:
+        refused = self._refused_at.get(id)
+        if refused is None:
             return
+        seen: int = refused
         async def room() -> None:
             async with self._ready_changed:  # type: ignore[union-attr]
                 await self._ready_changed.wait_for(  # type: ignore[union-attr]
@@ -386,7 +389,7 @@ class Peripheral:
     async def centrals(self) -> List[Dict[str, Any]]:
         """ListCentrals: Device, Address, Name, Paired, Bonded, Trusted, ConnectedSince,
         MTU, MaxUpdateLength, Subscribed."""
-        found = _plain((await self.call("ListCentrals")).body[0])
+        found: List[Dict[str, Any]] = _plain((await self.call("ListCentrals")).body[0])
         for central in found:
             if central.get("Device") and central.get("Address"):
                 self._addresses[central["Device"]] = central["Address"]
@@ -398,7 +401,8 @@ class Peripheral:
 
     async def bonds(self) -> List[Dict[str, Any]]:
         """ListBonds: Device, Address, Name, Paired, Bonded, Trusted, Connected."""
-        return _plain((await self.call("ListBonds")).body[0])
+        found: List[Dict[str, Any]] = _plain((await self.call("ListBonds")).body[0])
+        return found
 
     async def remove_bond(self, address: str) -> None:
         """Forgets central `address` and its keys (UnknownBond when none)."""
@@ -429,7 +433,8 @@ class Peripheral:
 
     async def status(self) -> Dict[str, Any]:
         """GetStatus as a dict (Version, Adapter, Registered, Advertisements, ...)."""
-        return _plain((await self.call("GetStatus")).body[0])
+        status: Dict[str, Any] = _plain((await self.call("GetStatus")).body[0])
+        return status
 
     # ---- the bus ----------------------------------------------------------------------
 
@@ -450,10 +455,10 @@ class Peripheral:
             # the bus daemon answers NoReply when gattd does not (its reply_timeout)
             reply = await self._bus.call(message)
         except DBusError as error:
-            raise GattdError.from_dbus(error.type, error.text) from None
+            raise GattdError.from_dbus(str(error.type), error.text) from None
         assert reply is not None
         if reply.message_type == MessageType.ERROR:
-            raise GattdError.from_dbus(reply.error_name or "", reply.body[0] if reply.body else "")
+            raise GattdError.from_dbus(str(reply.error_name or ""), reply.body[0] if reply.body else "")
         return reply
 
     def _spawn(self, coroutine: Awaitable[Any]) -> None:
@@ -617,7 +622,7 @@ class Peripheral:
             if isinstance(event, ev.CentralConnected):
                 self._addresses[event.device] = event.address
         elif isinstance(event, (ev.ValueWritten, ev.CentralSubscriptionChanged)) and event.device:
-            event = type(event)(**{**event.__dict__, "address": await self._address_of(event.device)})
+            event = dataclasses.replace(event, address=await self._address_of(event.device))
         if isinstance(event, ev.ReadyToUpdate):
             assert self._ready_changed is not None
             async with self._ready_changed:
