@@ -448,3 +448,36 @@ def test_the_module_is_typed():
     out = subprocess.run(["/usr/bin/python3", "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", os.devnull,
                           os.path.join(PYTHON_LIBRARY, "gattd")], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and "Success: no issues found in 4 source files" in out.stdout, out.stdout + out.stderr
+
+
+def test_the_readme_program_answers_reads_and_decides_writes(serving, private_bus, standin, tmp_path):
+    """README.md, "Programs in Python", run as written but for the sensor file's path."""
+    readme = open(os.path.join(REPO, "README.md")).read()
+    section = readme[readme.index("## Programs in Python"):]
+    program = section[section.index("```python\n") + len("```python\n"):section.index("\n```\n")]
+    code_lines = [line for line in program.splitlines() if line.strip()]
+    assert len(code_lines) <= 14, "a dozen lines: %d" % len(code_lines)
+    sensor = tmp_path / "temp"
+    sensor.write_text("21500\n")
+    script = tmp_path / "readme.py"
+    script.write_text(program.replace("/sys/class/thermal/thermal_zone0/temp", str(sensor)))
+    serving(os.path.join(REPO, "examples", "handler.json"))
+    child = Child(["/usr/bin/python3", str(script)], env_extra={"DBUS_SYSTEM_BUS_ADDRESS": private_bus.address},
+                  log=open(str(tmp_path / "readme.log"), "a"))
+    try:
+        async def body():
+            async with peripheral(private_bus) as app:
+                for _ in range(100):  # the program registered: gattd names it as the handler
+                    if all(c["Handler"] for c in await app.characteristics() if c["Id"] in ("temperature", "setpoint")):
+                        break
+                    await asyncio.sleep(0.1)
+                assert await read_att(standin, "2a6e") == (0, struct.pack("<h", 2150))
+                sensor.write_text("22340\n")
+                assert await read_att(standin, "2a6e") == (0, struct.pack("<h", 2234)), "fresh, not stored"
+                setpoint = "12345678-1234-5678-1234-56789abc8002"
+                assert await write_att(standin, setpoint, struct.pack("<h", 2500)) == 0
+                assert await write_att(standin, setpoint, struct.pack("<h", 5000)) == 0x80
+                assert await app.get("setpoint") == struct.pack("<h", 2500)
+        run(body())
+    finally:
+        child.stop()
