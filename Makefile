@@ -22,7 +22,7 @@ RELEASE_BIN  := .build/release
 # the symbols gattd imports in the dynamic symbol table.
 # Nothing here is specific to x86-64: the Swift toolchain ships lld for aarch64 too, RELR
 # needs lld >= 15 and glibc >= 2.36 (Debian 12) on both, and the order file holds Swift
-# symbol names, which do not depend on the architecture (README, "On an arm64 board").
+# symbol names, which do not depend on the architecture (docs/arm64.md).
 STATIC_CXX_DIR := $(CURDIR)/.build/static-libstdcxx
 RELEASE_FLAGS := -Xswiftc -Xfrontend -Xswiftc -function-sections \
 	-Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld \
@@ -31,14 +31,19 @@ RELEASE_FLAGS := -Xswiftc -Xfrontend -Xswiftc -function-sections \
 	-Xlinker --no-export-dynamic \
 	-Xlinker -L$(STATIC_CXX_DIR)
 
-.PHONY: all deps build man check check-architecture check-man check-lintian check-link-aarch64 release release-build check-order bench test test-unit \
+.PHONY: all toolchain deps build man check check-architecture check-man check-lintian check-link-aarch64 release release-build check-order bench test test-unit \
 	test-integration test-vm test-powercut vm-prepare \
 	check-config check-schema check-deb check-release link-order lint-swift fuzz fuzz-build fuzz-smoke test-asan test-sanitizers chaos \
 	demo demo-standin install deb clean
 
 all: build
 
-deps:
+# A fresh machine: without a Swift 6 toolchain `make` stops here and says what to install
+# and from where (scripts/need-swift), before anything is installed or built.
+toolchain:
+	@SWIFT="$(SWIFT)" scripts/need-swift
+
+deps: toolchain
 	scripts/install-deps
 
 build: deps man
@@ -76,7 +81,7 @@ link-order: release-build
 # The everyday loop: build, lint, unit tests, the shipped definitions and the schema, and the
 # stand-in and integration suites. Minutes; no root, no guest, no apt: it needs what
 # scripts/install-deps installed once (`make deps`, or the first `make test`).
-check:
+check: toolchain
 	$(SWIFT) build $(SWIFT_FLAGS)
 	SWIFT=$(SWIFT) scripts/lint-swift
 	scripts/check-architecture
@@ -90,7 +95,7 @@ test: build lint-swift check-architecture test-unit check-config check-schema ch
 
 # swift-format's rules (.swift-format) over Sources, Tests and Fuzz; layout is not enforced
 # (scripts/lint-swift says why).
-lint-swift:
+lint-swift: toolchain
 	SWIFT=$(SWIFT) scripts/lint-swift
 
 # docs/architecture.md's module graph is the one the imports draw.
@@ -189,7 +194,7 @@ deb: release man
 	VERSION="$(VERSION)" scripts/make-deb $(CURDIR) $(RELEASE_BIN)
 
 .PHONY: release-arm64 deb-arm64 check-deb-arm64 check-lintian-arm64 test-arm64-package
-# arm64 (README, "On an arm64 board"): the same release build cross-compiled with
+# arm64 (docs/arm64.md): the same release build cross-compiled with
 # Debian sid's swiftlang 6.2.3 in a root of its own against Debian 12's arm64 libraries
 # (scripts/prepare-arm64 fetches them once into the guest's cache; scripts/build-arm64).
 # The package is the amd64 one's twin; its completions come from the amd64 gattctl.
@@ -219,11 +224,12 @@ check-lintian-arm64: release-arm64 release man
 # fails here. test-vm-arm64 (the guest) is not in it: its four runs take about 23 minutes
 # on a quiet machine (Tests/vm/README.md, "arm64").
 # In `make test`: the arm64 release build (sid's 6.2.3, warnings as errors, so a change that
-# one compiler refuses fails), its package checks and its installation. The suites under
+# one compiler refuses fails) and its package checks; its installation, from a signed apt
+# repository, is test-dist's (below). The suites under
 # qemu-user (about 10 minutes more) run in `make test-arm64`, outside `make test`'s 30 minutes.
-test-arm64-package: check-deb-arm64 check-lintian-arm64 test-arm64-install
+test-arm64-package: check-deb-arm64 check-lintian-arm64
 
-test-arm64: test-arm64-unit test-arm64-integration test-arm64-package
+test-arm64: test-arm64-unit test-arm64-integration test-arm64-package test-arm64-install
 
 ARM64_TEST_BIN := .build-arm64/aarch64-unknown-linux-gnu/debug
 ARM64_QEMU_DIR := $(CURDIR)/.build-arm64/qemu
@@ -250,9 +256,10 @@ test-arm64-integration: arm64-wrappers
 	GATTD_BIN=$(ARM64_QEMU_DIR)/gattd GATTCTL_BIN=$(ARM64_QEMU_DIR)/gattctl \
 	  $(PYTHON) -m pytest -q -m "not timing and not exec_failure" Tests/standin Tests/integration
 
-# apt install of the arm64 package in a Debian 12 arm64 root (cached debootstrap, overlay per run).
+# apt install of the arm64 package from a signed repository (a throwaway key) in a Debian 12
+# arm64 root (cached debootstrap, overlay per run); `make test-dist` does both architectures.
 test-arm64-install: deb-arm64
-	$(SUDO) scripts/test-arm64-install gattd_$(VERSION)_arm64.deb
+	$(SUDO) scripts/test-dist gattd_$(VERSION)_arm64.deb
 
 # The arm64 gattd and gattctl in the amd64 guest under qemu-user (the guest sees the wrappers,
 # qemu-aarch64-static and the sysroot through its 9p root) against bluetoothd 5.66 and 5.82.
@@ -318,3 +325,31 @@ bench: release
 	bench/run --reps 5 --gattd $(CURDIR)/$(RELEASE_BIN)/gattd --gattd-notify --out BENCHMARKS.run.md
 	bench/scale/run --gattd $(CURDIR)/$(RELEASE_BIN)/gattd
 	bench/memory --runs 5 --evict -- $(CURDIR)/$(RELEASE_BIN)/gattd --config $(CURDIR)/bench/configs/bench.json
+
+.PHONY: dist dist-key test-dist check-need-swift
+# The release (docs/releasing.md): both packages, SHA256SUMS and a signed apt repository in
+# $(DIST_DIR)/, signed with the maintainer's key: `make dist DIST_KEY=<fingerprint>`
+# (GNUPGHOME=... for a keyring elsewhere). The key is checked before the builds start.
+DIST_DIR ?= dist
+DIST_KEY ?=
+dist: dist-key deb deb-arm64
+	DIST_KEY="$(DIST_KEY)" scripts/make-dist $(DIST_DIR) gattd_$(VERSION)_amd64.deb gattd_$(VERSION)_arm64.deb
+
+dist-key:
+	@[ -n "$(DIST_KEY)" ] || { echo "make dist: say which key signs the release: make dist DIST_KEY=<fingerprint> (docs/releasing.md)" >&2; exit 1; }
+	@gpg --batch --list-secret-keys -- "$(DIST_KEY)" >/dev/null 2>&1 || \
+	  { echo "make dist: no secret key \"$(DIST_KEY)\" in gpg's keyring ($${GNUPGHOME:-~/.gnupg}); GNUPGHOME=... names another" >&2; exit 1; }
+
+# In `make test`: the release as a user installs it. scripts/test-dist signs the repository
+# with a throwaway key and runs `apt install gattd` from it (a file: source, the key as
+# Signed-By) in cached Debian 12 amd64 and arm64 roots (arm64 under qemu-user), then checks
+# that apt refuses a changed Release, another key and a changed index (docs/releasing.md).
+test-dist: deb deb-arm64
+	$(SUDO) scripts/test-dist gattd_$(VERSION)_amd64.deb gattd_$(VERSION)_arm64.deb
+
+# In `make test`: without a Swift toolchain on PATH, `make` says what to install and fails.
+check-need-swift:
+	scripts/check-need-swift
+
+# Added to the list above (merged prerequisites; kept on a line of their own).
+test: check-need-swift test-dist
