@@ -38,8 +38,9 @@ for instance in hci0 hci1; do
     state=$(systemctl show -p ActiveState,SubState gattd@$instance.service | tr '\n' ' ')
     case "$state" in *ActiveState=active*SubState=running*) ;;
         *) echo "FAIL: gattd@$instance: $state"; journalctl -u gattd@$instance --no-pager -n 20; exit 1 ;; esac
-    journalctl -u gattd@$instance --no-pager -o cat | grep -q "control API ready.*org.gattd.$instance" ||
-        { echo "FAIL: gattd@$instance did not take org.gattd.$instance"; exit 1; }
+    # The owner of org.gattd.<instance> is that unit's process.
+    busctl --system --no-pager status org.gattd.$instance | grep -qx "Unit=gattd@$instance.service" ||
+        { echo "FAIL: org.gattd.$instance is not owned by gattd@$instance"; busctl --system status org.gattd.$instance; exit 1; }
     adapter=$("$GATTCTL_BIN" --instance $instance status --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["adapter"])')
     [ "$adapter" = $instance ] || { echo "FAIL: gattctl --instance $instance status: adapter '$adapter'"; exit 1; }
     "$GATTCTL_BIN" --instance $instance get label | grep -q "\"radio $instance\"" ||
