@@ -51,6 +51,9 @@ public final class ControlManager: DBusObject {
     private(set) var advertisementOrder: [String] = []
 
     /// Where the claim on `org.gattd` stands.
+    /// The well-known name asked for: `org.gattd`, or an instance's (`ControlNames.busName(instance:)`).
+    /// Set before `start()`.
+    public var busName = ControlNames.busName
     public internal(set) var nameState: NameState = .notStarted {
         didSet { if nameState != oldValue { onNameStateChange?(nameState) } }
     }

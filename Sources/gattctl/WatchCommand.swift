@@ -39,14 +39,14 @@ struct WatchCommand: ParsableCommand {
         let client = try ControlClient()
         var exitStatus: ExitStatus?
         let subscription = client.connection.subscribe(
-            sender: ControlNames.busName, path: ControlNames.managerPath, interface: ControlNames.managerInterface
+            sender: ControlTarget.busName, path: ControlNames.managerPath, interface: ControlNames.managerInterface
         ) { message in
             guard let member = message.member, let arguments = try? message.arguments() else { return }
             if let line = render(member, arguments) { printLine(line) }
         }
         let owner = client.connection.subscribe(
             sender: Freedesktop.bus, interface: Freedesktop.busInterface, member: Freedesktop.nameOwnerChanged,
-            arg0: ControlNames.busName
+            arg0: ControlTarget.busName
         ) { message in
             guard let arguments = try? message.arguments(), arguments.count == 3, arguments[2].asString == "" else {
                 return
@@ -57,7 +57,7 @@ struct WatchCommand: ParsableCommand {
         // gattd answers, no event after this point is missed. gattd sends the signals only
         // while someone is subscribed, and forgets us when we leave the bus.
         _ = try client.call(.subscribe)
-        printError("watching \(ControlNames.busName) (Ctrl-C to stop)")
+        printError("watching \(ControlTarget.busName) (Ctrl-C to stop)")
         let signals = [SIGINT, SIGTERM].map { signo in client.loop.onSignal(signo) { exitStatus = .ok } }
         while exitStatus == nil {
             _ = client.loop.run(until: { exitStatus != nil }, timeout: .seconds(3600))

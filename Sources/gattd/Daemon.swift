@@ -54,7 +54,7 @@ final class Daemon {
 
     init(
         configuration: Configuration, configPath: String, adapter: String?, stateDirectory: String,
-        loop: EventLoop, connection: BusConnection, logger: Logger
+        loop: EventLoop, connection: BusConnection, logger: Logger, controlBusName: String = ControlNames.busName
     ) throws(DBusError) {
         self.loop = loop
         self.connection = connection
@@ -91,6 +91,7 @@ final class Daemon {
         control = ControlManager(
             configuration: configuration, service: service, port: port, connection: connection,
             version: gattdVersion, logger: logger)
+        control.busName = controlBusName
         application.onCentralSubscription = { [unowned control] attribute, device, subscribed in
             control.centralSubscriptionEvent(attribute, device: device, subscribed: subscribed)
         }
@@ -98,7 +99,7 @@ final class Daemon {
 
     static func run(
         configuration: Configuration, configPath: String, adapter: String?, stateDirectory: String,
-        logLevel: Logger.Level
+        logLevel: Logger.Level, controlBusName: String = ControlNames.busName
     ) -> Int32 {
         let backend = LoggingBootstrap.choose(environment: LoggingBootstrap.processEnvironment())
         LoggingSystem.bootstrap { _ in
@@ -129,7 +130,8 @@ final class Daemon {
         do throws(DBusError) {
             daemon = try Daemon(
                 configuration: configuration, configPath: configPath, adapter: adapter,
-                stateDirectory: stateDirectory, loop: loop, connection: connection, logger: logger)
+                stateDirectory: stateDirectory, loop: loop, connection: connection, logger: logger,
+                controlBusName: controlBusName)
         } catch {
             logger.critical("cannot export the application", metadata: ["error": "\(error.name): \(error.message)"])
             return 1
