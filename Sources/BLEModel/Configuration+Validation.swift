@@ -34,6 +34,7 @@ extension Configuration {
             validate(advertisement, into: &context)
         }
         validateSecurity(into: &context)
+        validateChannels(into: &context)
         validateHandles(into: &context)
     }
 

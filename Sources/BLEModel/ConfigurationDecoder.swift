@@ -11,7 +11,7 @@ struct ConfigurationDecoder {
     /// `sourcePath`s of elements whose `id` key was absent (ids to derive).
     private(set) var absentIDs: Set<String> = []
 
-    static let topLevelKeys = ["version", "adapter", "alias", "services", "advertisements", "security"]
+    static let topLevelKeys = ["version", "adapter", "alias", "services", "advertisements", "security", "channels"]
     static let serviceKeys = ["id", "uuid", "primary", "includes", "characteristics", "handle"]
     static let characteristicKeys = [
         "id", "uuid", "flags", "value", "minLength", "maxLength", "descriptors", "persist", "update",
@@ -56,6 +56,9 @@ struct ConfigurationDecoder {
         }
         if let value = object["security"], let security = security(value, "security") {
             configuration.security = security
+        }
+        if let value = object["channels"], let elements = context.array(value, "channels") {
+            configuration.channels = elements.enumerated().compactMap { channel($1, "channels[\($0)]") }
         }
         return configuration
     }

@@ -15,7 +15,8 @@
 ///   applied in place to attributes nobody has written.
 /// - Advertisements are matched by id; `changedAdvertisements` go out as
 ///   `PropertiesChanged` without registering again.
-/// - `restartOnly`: settings gattd reads only at start (`adapter`, `alias`, `security`).
+/// - `restartOnly`: settings gattd reads only at start (`adapter`, `alias`, `security`,
+///   `channels`).
 ///
 /// `sourcePath` (where a definition sits in the file) never counts as a change.
 public struct ConfigurationDiff: Sendable, Equatable {
@@ -60,6 +61,14 @@ public struct ConfigurationDiff: Sendable, Equatable {
         if old.adapter != new.adapter { restartOnly.append("adapter") }
         if old.alias != new.alias { restartOnly.append("alias") }
         if old.security != new.security { restartOnly.append("security") }
+        let placed = { (channels: [ChannelDefinition]) in
+            channels.map { channel -> ChannelDefinition in
+                var copy = channel
+                copy.sourcePath = ""
+                return copy
+            }
+        }
+        if placed(old.channels) != placed(new.channels) { restartOnly.append("channels") }
     }
 
     /// Whether the GATT application must be rebuilt and registered again.
