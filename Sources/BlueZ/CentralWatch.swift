@@ -24,6 +24,8 @@ public final class CentralWatch {
 
     private struct Central {
         var address: String
+        /// `AddressType`: `public` or `random` (nil until bluetoothd said).
+        var addressType: String?
         var name: String?
         var connected = false
         var paired = false
@@ -156,7 +158,7 @@ public final class CentralWatch {
                 let connected = values["Connected"]?.asBool ?? false
                 centrals[device.rawValue] = Central(
                     address: values["Address"]?.asString ?? Self.address(fromPath: device.rawValue),
-                    name: values["Name"]?.asString, connected: values["Connected"]?.asBool ?? false,
+                    addressType: values["AddressType"]?.asString, name: values["Name"]?.asString, connected: values["Connected"]?.asBool ?? false,
                     paired: values["Paired"]?.asBool ?? false, bonded: values["Bonded"]?.asBool,
                     trusted: values["Trusted"]?.asBool ?? false, connectedSince: connected ? Self.now() : nil)
                 if let central = centrals[device.rawValue], central.connected {
@@ -193,6 +195,7 @@ public final class CentralWatch {
     private func update(_ device: String, _ changed: [String: DBusValue]) {
         var central = centrals[device] ?? Central(address: Self.address(fromPath: device))
         if let address = changed["Address"]?.asString { central.address = address }
+        if let type = changed["AddressType"]?.asString { central.addressType = type }
         if let name = changed["Name"]?.asString { central.name = name }
         if let paired = changed["Paired"]?.asBool { central.paired = paired }
         if let bonded = changed["Bonded"]?.asBool { central.bonded = bonded }
@@ -246,6 +249,17 @@ public final class CentralWatch {
     /// The device object of the central with `address` (any case), if bluetoothd knows it.
     public func device(address: String) -> String? {
         centrals.first { $0.value.address.uppercased() == address.uppercased() }?.key
+    }
+
+    /// The device object bluetoothd has for the central with `address` (any case) and
+    /// `addressType` (`public`, `random`), as the kernel names it on an L2CAP channel
+    /// (after pairing: the identity address, which bluetoothd's `Address` follows while the
+    /// object path may keep the first private address). A connected one is preferred.
+    public func device(address: String, addressType: String) -> String? {
+        let matching = centrals.filter {
+            $0.value.address.uppercased() == address.uppercased() && ($0.value.addressType ?? "public") == addressType
+        }
+        return (matching.first { $0.value.connected } ?? matching.first)?.key
     }
 
     /// Removes `device` and its keys from bluetoothd (`Adapter1.RemoveDevice`); a connected
