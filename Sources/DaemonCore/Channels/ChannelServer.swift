@@ -57,7 +57,8 @@ public final class ChannelServer {
     /// gives the central more credits on kernels that grant them per SDU.
     public static let receiveMTU: UInt16 = 0xFFFF
 
-    private let definitions: [ChannelDefinition]
+    /// The channels served (fixed at start).
+    public let definitions: [ChannelDefinition]
     private let loop: EventLoop
     private let logger: Logger
     private var listeners: [String: (fd: Int32, watch: IOWatch, psm: UInt16)] = [:]

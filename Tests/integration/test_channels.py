@@ -1,0 +1,69 @@
+# SPDX-License-Identifier: MIT
+"""L2CAP channels (`channels`) against the stand-in, which has no kernel L2CAP: the
+definition, `--check`, and the path this host really takes, where the kernel cannot make
+the socket (no AF_BLUETOOTH here, as in the shipped unit's private network namespace).
+The channels themselves are exercised in the guest (Tests/vm/scenarios/gattd-channels.sh)."""
+import os
+import socket
+import subprocess
+
+from conftest import CONFIGS, gattd_binary
+
+WAIT = 10000  # ms
+PSM_UUID = "abdd3056-28fa-441d-a470-55a75a52553a"
+
+
+def kernel_makes_bluetooth_sockets():
+    try:
+        socket.socket(31, socket.SOCK_SEQPACKET, 0).close()
+        return True
+    except OSError:
+        return False
+
+
+def test_check_prints_the_channels():
+    out = subprocess.run([gattd_binary(), "--check", "--config", os.path.join(CONFIGS, "channels.json")],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert ("  channel firmware: psm chosen by the kernel (kept in the state), security encrypt, "
+            "PSM characteristic (encrypt-read) in service dfu, program cat per channel") in out.stdout
+    assert ("  channel log: psm 0x90, security none, PSM characteristic (read) in service logs, "
+            "taker registered over the control API") in out.stdout
+
+
+def test_check_names_the_path_of_each_channel_error(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"version": 1, "services": [{"id": "s", "uuid": "FE59"}], "channels": ['
+                   '{"id": "a", "psm": 5, "service": "s"}, {"id": "b", "service": "t", "security": "encrypt"}]}')
+    out = subprocess.run([gattd_binary(), "--check", "--config", str(bad)], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 78
+    assert "channels[0].psm: PSM 5 (0x5) is not an LE dynamic PSM" in out.stderr
+    assert 'channels[1].service: no service has id "t"' in out.stderr
+    assert 'channels[1].security: channel security "encrypt" needs a paired (encrypted) link' in out.stderr
+
+
+def test_no_socket_no_psm_characteristic_and_the_drop_in_named(start_gattd, standin):
+    g = start_gattd("channels.json")
+    standin.call("WaitForApplication", WAIT)
+    attrs = standin.call("Attributes")
+    uuids = [str(a["uuid"]).lower() for a in attrs]
+    # The services and their own characteristics are served either way.
+    assert "0000fe59-0000-1000-8000-00805f9b34fb" in uuids and "00002a19-0000-1000-8000-00805f9b34fb" in uuids
+    if kernel_makes_bluetooth_sockets():
+        # A host with Bluetooth: both listen, and each service carries its PSM (0x90 asked for).
+        psms = [a for a in attrs if str(a["uuid"]).lower() == PSM_UUID]
+        assert len(psms) == 2
+        assert sorted(list(p["flags"])[0] for p in psms) == ["encrypt-read", "read"]
+        return
+    # This host: no socket, so no PSM nobody listens on.
+    assert PSM_UUID not in uuids
+    with open(g.log.name) as log:
+        text = log.read()
+    for channel in ("firmware", "log"):
+        lines = [l for l in text.splitlines() if "channel cannot listen" in l and "channel=%s" % channel in l]
+        assert lines, text
+        assert "Address family not supported by protocol (errno 97)" in lines[0]
+        assert ("install the drop-in /usr/share/doc/gattd/systemd/channels.conf as "
+                "/etc/systemd/system/gattd.service.d/channels.conf") in lines[0]
+        assert "no PSM characteristic is served for it" in lines[0]
+    assert g.alive()
