@@ -63,10 +63,11 @@ public enum L2CAPSocket {
     }
 
     /// Accepts a deferred channel: the kernel answers the central's request with success
-    /// (a read on a deferred child does that and returns 0).
+    /// (a read on a deferred child does that and returns 0). A peek, so that on a channel
+    /// already accepted (its taker read first) no SDU is consumed.
     public static func authorize(_ fd: Int32) throws(SystemCallError) {
         var byte: UInt8 = 0
-        let result = SystemCall.retrying { recv(fd, &byte, 0, Int32(MSG_DONTWAIT)) }
+        let result = SystemCall.retrying { recv(fd, &byte, 0, Int32(MSG_DONTWAIT | MSG_PEEK)) }
         if result < 0, errno != EAGAIN { throw SystemCallError(operation: "recv (accepting the channel)", code: errno) }
     }
 

@@ -95,6 +95,9 @@ final class Daemon {
         control = ControlManager(
             configuration: served, service: service, port: port, connection: connection,
             version: gattdVersion, logger: logger)
+        control.channels = configuration.channels.isEmpty ? nil : channels
+        channels.takers = { [unowned control] channel in control.channelHandoff(channel) }
+        channels.onEvent = { [unowned control] event in control.channelEvent(event) }
         application.onCentralSubscription = { [unowned control] attribute, device, subscribed in
             control.centralSubscriptionEvent(attribute, device: device, subscribed: subscribed)
         }
