@@ -7,7 +7,10 @@ import os
 import socket
 import subprocess
 
-from conftest import CONFIGS, gattd_binary
+import dbus
+import pytest
+
+from conftest import CONFIGS, gattd_binary, run_gattctl
 
 WAIT = 10000  # ms
 PSM_UUID = "abdd3056-28fa-441d-a470-55a75a52553a"
@@ -67,3 +70,37 @@ def test_no_socket_no_psm_characteristic_and_the_drop_in_named(start_gattd, stan
                 "/etc/systemd/system/gattd.service.d/channels.conf") in lines[0]
         assert "no PSM characteristic is served for it" in lines[0]
     assert g.alive()
+
+
+def manager(private_bus):
+    bus = dbus.bus.BusConnection(private_bus.address)
+    return bus, dbus.Interface(bus.get_object("org.gattd", "/org/gattd"), "org.gattd.Manager1")
+
+
+def test_control_api_lists_channels_and_refuses_takers_it_cannot_serve(start_gattd, standin, private_bus):
+    g = start_gattd("channels.json")
+    standin.call("WaitForApplication", WAIT)
+    assert g.child.wait_for_line("control API ready", 10)
+    bus, m = manager(private_bus)
+    channels = {str(c["Id"]): c for c in m.ListChannels()}
+    assert sorted(channels) == ["firmware", "log"]
+    assert str(channels["firmware"]["Program"]) == "cat" and str(channels["firmware"]["Security"]) == "encrypt"
+    assert list(channels["log"]["Open"]) == []
+    refusals = {}
+    for channel in ("nosuch", "firmware", "log"):
+        with pytest.raises(dbus.exceptions.DBusException) as raised:
+            m.RegisterChannel(channel, dbus.ObjectPath("/taker"))
+        refusals[channel] = raised.value.get_dbus_message()
+    assert refusals["nosuch"] == 'no channel "nosuch" in the definition'
+    assert refusals["firmware"] == 'channel "firmware" runs its program cat for each connection'
+    if kernel_makes_bluetooth_sockets():
+        assert bool(channels["log"]["Listening"]) and int(channels["log"]["PSM"]) == 0x90
+        m.RegisterChannel("log", dbus.ObjectPath("/taker"))
+    else:
+        assert not bool(channels["log"]["Listening"]) and "PSM" not in channels["log"]
+        assert "Address family not supported by protocol" in str(channels["log"]["Error"])
+        assert refusals["log"] == 'channel "log" does not listen (see gattd\'s log or gattd --doctor)'
+    # gattctl shows the same, and `gattctl channel` exits with the refusal.
+    out = run_gattctl(private_bus, "channel", "firmware", "--", "cat")
+    assert out.returncode != 0 and 'runs its program cat' in out.stderr
+    bus.close()
