@@ -14,7 +14,9 @@ struct StatusCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        let status = try ControlClient().status()
+        let client = try ControlClient()
+        let status = try client.status()
+        let channels = try ChannelList(client)
         let value = { (name: String) in status.first { $0.0 == name }?.1 }
         let adverts = (value("Advertisements")?.dictionaryEntries ?? []).map {
             ($0.key.asString ?? "", $0.value.asString ?? "")
@@ -38,6 +40,7 @@ struct StatusCommand: ParsableCommand {
                         ("pairing", .string(pairing)), ("pairingOpen", .bool(pairingOpen)),
                         ("bondedOnly", .bool(bondedOnly)),
                         ("lastError", lastError.isEmpty ? .null : .string(lastError)),
+                        ("channels", channels.json),
                     ])))
             return
         }
@@ -54,6 +57,10 @@ struct StatusCommand: ParsableCommand {
         printLine("subscriptions:  \(subscriptions)")
         let pairingState = pairing == "none" ? "" : (pairingOpen ? ", open" : ", closed")
         printLine("pairing:        \(pairing)\(pairingState)\(bondedOnly ? ", bonded centrals only" : "")")
+        if !channels.channels.isEmpty {
+            printLine("channels:")
+            for line in channels.lines { printLine(line) }
+        }
         printLine("last error:     \(lastError.isEmpty ? "(none)" : lastError)")
     }
 }

@@ -3,6 +3,7 @@
 definition, `--check`, and the path this host really takes, where the kernel cannot make
 the socket (no AF_BLUETOOTH here, as in the shipped unit's private network namespace).
 The channels themselves are exercised in the guest (Tests/vm/scenarios/gattd-channels.sh)."""
+import json
 import os
 import socket
 import subprocess
@@ -101,6 +102,13 @@ def test_control_api_lists_channels_and_refuses_takers_it_cannot_serve(start_gat
         assert "Address family not supported by protocol" in str(channels["log"]["Error"])
         assert refusals["log"] == 'channel "log" does not listen (see gattd\'s log or gattd --doctor)'
     # gattctl shows the same, and `gattctl channel` exits with the refusal.
+    status = run_gattctl(private_bus, "status")
+    assert status.returncode == 0, status.stderr
+    if kernel_makes_bluetooth_sockets():
+        assert "  log: psm 0x90, security none, taker" in status.stdout
+    else:
+        assert "channels:\n  firmware: not listening (socket(AF_BLUETOOTH" in status.stdout
+    assert json.loads(run_gattctl(private_bus, "status", "--json").stdout)["channels"][1]["id"] == "log"
     out = run_gattctl(private_bus, "channel", "firmware", "--", "cat")
     assert out.returncode != 0 and 'runs its program cat' in out.stderr
     bus.close()
