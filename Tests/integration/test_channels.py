@@ -46,7 +46,7 @@ def test_check_names_the_path_of_each_channel_error(tmp_path):
     assert 'channels[1].security: channel security "encrypt" needs a paired (encrypted) link' in out.stderr
 
 
-def test_no_socket_no_psm_characteristic_and_the_drop_in_named(start_gattd, standin):
+def test_no_socket_no_psm_characteristic_and_the_drop_in_named(start_gattd, standin, private_bus, tmp_path):
     g = start_gattd("channels.json")
     standin.call("WaitForApplication", WAIT)
     attrs = standin.call("Attributes")
@@ -71,6 +71,16 @@ def test_no_socket_no_psm_characteristic_and_the_drop_in_named(start_gattd, stan
                 "/etc/systemd/system/gattd.service.d/channels.conf") in lines[0]
         assert "no PSM characteristic is served for it" in lines[0]
     assert g.alive()
+    # --doctor asks the running gattd and names the drop-in too.
+    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=private_bus.address)
+    main_conf = tmp_path / "main.conf"
+    main_conf.write_text("[General]\n")
+    doctor = subprocess.run([gattd_binary(), "--doctor", "--json", "--main-conf", str(main_conf)],
+                            capture_output=True, text=True, env=env, timeout=60)
+    findings = [f for f in json.loads(doctor.stdout)["findings"] if f["id"] == "channel-not-listening"]
+    assert sorted(f["summary"].split()[1] for f in findings) == ["firmware", "log"], doctor.stdout
+    assert all("channels.conf" in f["remedy"] and "errno 97" in f["evidence"] for f in findings)
+    assert doctor.returncode == 1
 
 
 def manager(private_bus):
