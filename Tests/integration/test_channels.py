@@ -122,3 +122,37 @@ def test_control_api_lists_channels_and_refuses_takers_it_cannot_serve(start_gat
     out = run_gattctl(private_bus, "channel", "firmware", "--", "cat")
     assert out.returncode != 0 and 'runs its program cat' in out.stderr
     bus.close()
+
+
+RECEIVE_FILE = os.path.normpath(os.path.join(CONFIGS, "..", "..", "..", "config", "examples", "firmware-upload", "receive-file"))
+
+
+def run_receive_file(tmp_path, sdus, close_early=False):
+    """receive-file on a SOCK_SEQPACKET pair, as gattd relays a channel -> (answer, exit status)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    env = dict(os.environ, GATTD_SEND_MTU="100", GATTD_RECEIVE_MTU="4096", GATTD_DEVICE="00:11:22:33:44:55")
+    proc = subprocess.Popen([RECEIVE_FILE, str(tmp_path / "uploads")], stdin=theirs, stdout=theirs, env=env)
+    theirs.close()
+    for sdu in sdus:
+        ours.send(sdu)
+    if close_early:
+        ours.shutdown(socket.SHUT_WR)
+    ours.settimeout(20)
+    answer = ours.recv(200).decode()
+    assert proc.wait(20) is not None
+    ours.close()
+    return answer, proc.returncode
+
+
+def test_example_receive_file(tmp_path):
+    import hashlib
+    data = bytes(range(256)) * 40
+    sdus = [b"%d fw-1.2.bin" % len(data)] + [data[i:i + 1000] for i in range(0, len(data), 1000)]
+    answer, status = run_receive_file(tmp_path, sdus)
+    assert (answer, status) == ("ok " + hashlib.sha256(data).hexdigest(), 0)
+    assert (tmp_path / "uploads" / "fw-1.2.bin").read_bytes() == data
+    answer, status = run_receive_file(tmp_path, [b"10 ../escape"])
+    assert status == 1 and answer.startswith("error the header")
+    answer, status = run_receive_file(tmp_path, [b"5000 short.bin", b"x" * 100], close_early=True)
+    assert status == 1 and answer == "error the phone closed the channel after 100 of 5000 bytes"
+    assert sorted(p.name for p in (tmp_path / "uploads").iterdir()) == ["fw-1.2.bin"]
