@@ -286,6 +286,24 @@ public final class ChildProcess {
 
     // MARK: - Spawning
 
+    /// Why `program` (an `argv[0]`: a path, or a name looked up on `PATH`) cannot be
+    /// started, or nil when an executable file is there. A check before a decision that
+    /// cannot be taken back (an L2CAP channel accepted); the start itself can still fail.
+    public static func cannotRun(_ program: String) -> String? {
+        if program.contains("/") {
+            return access(program, X_OK) == 0 ? nil : "\(program): \(String(cString: strerror(errno)))"
+        }
+        let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/local/bin:/usr/bin:/bin"
+        for directory in path.split(separator: ":", omittingEmptySubsequences: false) {
+            let candidate = (directory.isEmpty ? "." : String(directory)) + "/" + program
+            var info = stat()
+            if access(candidate, X_OK) == 0, stat(candidate, &info) == 0, info.st_mode & S_IFMT != S_IFDIR {
+                return nil
+            }
+        }
+        return "\(program): not found on PATH"
+    }
+
     private static func pipe() throws(ChildProcessError) -> (read: Int32, write: Int32) {
         // pipe2 is not exported to Swift; the loop thread is the only one spawning in
         // the daemon, so nothing can inherit the descriptors between the two calls.

@@ -96,13 +96,17 @@ private final class Taker: DBusObject {
         // the central's first SDU and not the deferred channel's end of file.
         var byte: UInt8 = 0
         _ = recv(fd, &byte, 0, Int32(MSG_DONTWAIT | MSG_PEEK))
+        // The central's MTU is known once the channel is accepted (BT_SNDMTU).
+        var mtu: UInt16 = 0
+        var length = socklen_t(MemoryLayout<UInt16>.size)
+        let sendMTU = getsockopt(fd, 274, 12, &mtu, &length) == 0 ? String(mtu) : number("SendMTU")
         // COMMAND reads and writes blocking, as programs on a terminal or a pipe do.
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         let device = info.variantDictionaryValue("Device")?.asObjectPath?.rawValue ?? ""
         let environment = [
             "GATTD_CHANNEL=\(id)", "GATTD_PSM=\(number("PSM"))", "GATTD_DEVICE=\(text("Address"))",
             "GATTD_ADDRESS_TYPE=\(text("AddressType"))", "GATTD_DEVICE_PATH=\(device)",
-            "GATTD_SEND_MTU=\(number("SendMTU"))", "GATTD_RECEIVE_MTU=\(number("ReceiveMTU"))",
+            "GATTD_SEND_MTU=\(sendMTU)", "GATTD_RECEIVE_MTU=\(number("ReceiveMTU"))",
         ]
         switch spawn(fd: fd, environment: environment) {
         case .success(let pid):
@@ -110,7 +114,7 @@ private final class Taker: DBusObject {
             running.insert(pid)
             printLine(
                 "opened \(text("Address")) \(text("AddressType")) psm=\(number("PSM")) "
-                    + "send-mtu=\(number("SendMTU")) receive-mtu=\(number("ReceiveMTU"))")
+                    + "send-mtu=\(sendMTU) receive-mtu=\(number("ReceiveMTU"))")
             call.reply()
         case .failure(let error):
             let code = error.code

@@ -171,11 +171,14 @@ public final class ChannelServer {
     }
 
     private func arrived(_ definition: ChannelDefinition, fd: Int32, peer: L2CAPSocket.Peer) {
+        // The central's MTU (BT_SNDMTU) is known to the kernel only once the channel is
+        // accepted: 0 until then.
         let mtus = L2CAPSocket.mtus(fd)
         var channel = OpenChannel(
             serial: nextSerial, channel: definition.id, psm: listeners[definition.id]?.psm ?? peer.psm,
             address: peer.address, addressType: peer.addressType,
-            device: devicePath(peer.address, peer.addressType) ?? "", sendMTU: mtus.send, receiveMTU: mtus.receive,
+            device: devicePath(peer.address, peer.addressType) ?? "", sendMTU: max(mtus.send, 0),
+            receiveMTU: max(mtus.receive, 0),
             takenBy: definition.program == nil ? "taker" : "program")
         nextSerial &+= 1
         if nextSerial == 0 { nextSerial = 1 }
@@ -200,24 +203,48 @@ public final class ChannelServer {
     }
 
     private func acceptPassed(_ channel: OpenChannel, fd: Int32) {
+        var channel = channel
         do throws(SystemCallError) {
             try L2CAPSocket.authorize(fd)
         } catch {
             return refuse(channel, fd: fd, because: "accepting it failed: \(error)")
         }
+        channel.sendMTU = max(L2CAPSocket.mtus(fd).send, 0)
         // The taker holds its own copy; gattd's must go, or the channel outlives the taker.
         SeqPacketSocket.close(fd)
         logger.info("channel opened", metadata: metadata(channel))
         onEvent?(.opened(channel))
     }
 
+    /// Checks that the program can run (refusing the deferred channel when not), accepts
+    /// the channel (only then does the kernel say the central's MTU), starts the program
+    /// and relays.
     private func startProgram(_ argv: [String], for channel: inout OpenChannel, fd: Int32) {
+        if let problem = ChildProcess.cannotRun(argv[0]) {
+            return refuse(channel, fd: fd, because: "its program cannot start: \(problem)")
+        }
         let ends: (Int32, Int32)
         do throws(SystemCallError) {
             ends = try SeqPacketSocket.pair()
         } catch {
             return refuse(channel, fd: fd, because: "no socket pair for its program: \(error)")
         }
+        do throws(SystemCallError) {
+            try L2CAPSocket.authorize(fd)
+        } catch {
+            SeqPacketSocket.close(ends.0)
+            SeqPacketSocket.close(ends.1)
+            return refuse(channel, fd: fd, because: "accepting it failed: \(error)")
+        }
+        channel.sendMTU = L2CAPSocket.mtus(fd).send
+        // From here on the central has the channel: a failure closes it.
+        let closeAccepted = { [logger] (reason: String, channel: OpenChannel) in
+            SeqPacketSocket.close(ends.0)
+            SeqPacketSocket.close(ends.1)
+            SeqPacketSocket.close(fd)
+            logger.warning("channel closed: \(reason)", metadata: self.metadata(channel))
+        }
+        guard channel.sendMTU > 0 else { return closeAccepted("the kernel gives no MTU for it", channel) }
         // The program's end blocks, as a program reading its standard input expects.
         _ = fcntl(ends.1, F_SETFL, fcntl(ends.1, F_GETFL) & ~O_NONBLOCK)
         let serial = channel.serial
@@ -236,18 +263,9 @@ public final class ChannelServer {
                     metadata: ["serial": "\(serial)", "program": "\(argv[0])", "outcome": "\(completion.outcome)"])
             }
         } catch {
-            SeqPacketSocket.close(ends.0)
-            SeqPacketSocket.close(ends.1)
-            return refuse(channel, fd: fd, because: "its program cannot start: \(error)")
+            return closeAccepted("its program cannot start: \(error)", channel)
         }
         SeqPacketSocket.close(ends.1)
-        do throws(SystemCallError) {
-            try L2CAPSocket.authorize(fd)
-        } catch {
-            child.terminate()
-            SeqPacketSocket.close(ends.0)
-            return refuse(channel, fd: fd, because: "accepting it failed: \(error)")
-        }
         let opened = channel
         let relay = ChannelRelay(
             central: fd, program: ends.0, sendMTU: channel.sendMTU, receiveMTU: channel.receiveMTU, loop: loop
