@@ -31,10 +31,12 @@ public enum L2CAPSocket {
     {
         let fd = try SystemCall.check("socket(AF_BLUETOOTH, SOCK_SEQPACKET, BTPROTO_L2CAP)") { clinux_l2cap_socket() }
         do throws(SystemCallError) {
+            // Bound first: the LE address type is what makes BT_RCVMTU valid, and the
+            // kernel takes BT_DEFER_SETUP only on a bound socket.
+            try SystemCall.check("bind(PSM 0x\(String(psm, radix: 16)))") { clinux_l2cap_bind_le(fd, psm) }
             try SystemCall.check("setsockopt(BT_SECURITY)") { clinux_l2cap_set_security(fd, security) }
             try SystemCall.check("setsockopt(BT_DEFER_SETUP)") { clinux_l2cap_set_defer_setup(fd) }
             try SystemCall.check("setsockopt(BT_RCVMTU)") { clinux_l2cap_set_receive_mtu(fd, receiveMTU) }
-            try SystemCall.check("bind(PSM 0x\(String(psm, radix: 16)))") { clinux_l2cap_bind_le(fd, psm) }
             try SystemCall.check("listen") { Glibc.listen(fd, backlog) }
         } catch {
             _ = Glibc.close(fd)

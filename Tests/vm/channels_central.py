@@ -78,13 +78,15 @@ def read_psms(own, peer):
 def open_channel(own, peer, psm, timeout=40):
     """A connected LE credit-based channel to PSM on peer; OSError (errno) when refused."""
     sock = socket.socket(AF_BLUETOOTH, socket.SOCK_SEQPACKET, BTPROTO_L2CAP)
-    sock.setsockopt(SOL_BLUETOOTH, BT_RCVMTU, struct.pack('<H', CENTRAL_MTU))
-    for call, address, number in ((LIBC.bind, own, 0), (LIBC.connect, peer, psm)):
+    for step, address, number in (('bind', own, 0), ('connect', peer, psm)):
+        if step == 'connect':
+            # Bound with an LE address type first: only then does the kernel take BT_RCVMTU.
+            sock.setsockopt(SOL_BLUETOOTH, BT_RCVMTU, struct.pack('<H', CENTRAL_MTU))
         raw = sockaddr_l2(address, number)
-        if call(sock.fileno(), raw, len(raw)) != 0:
+        if getattr(LIBC, step)(sock.fileno(), raw, len(raw)) != 0:
             err = ctypes.get_errno()
             sock.close()
-            raise OSError(err, '%s %s psm %d: %s' % (call.__name__, address, number, os.strerror(err)))
+            raise OSError(err, '%s %s psm %d: %s' % (step, address, number, os.strerror(err)))
     sock.settimeout(timeout)
     return sock
 
