@@ -13,7 +13,8 @@ address type, hence ctypes, as in longwrite_att.py).
                                   lost or doubled; with --kill, kills the pid in PIDFILE
                                   half way and expects the channel to close
   refused PSM                     the channel is refused (connect fails)
-  parallel PSM BYTES --own2 ADDR  two centrals (two adapters) echo at once
+  parallel PSM BYTES --own2 ADDR  two channels (from --own and --own2, which may be the same)
+                                  echo at once
 
 usage: channels_central.py --own ADDR --peer ADDR COMMAND ...
 """
@@ -203,15 +204,15 @@ def main():
                     failures.append('%s: %s' % (label, e))
 
             threads = [threading.Thread(target=one, args=(own, label))
-                       for own, label in ((args.own, 'central 1'), (args.own2, 'central 2'))]
+                       for own, label in ((args.own, 'channel 1'), (args.own2, 'channel 2'))]
             for t in threads:
                 t.start()
             for t in threads:
                 t.join(600)
             if failures or len(results) != 2:
                 raise CheckFailed('; '.join(failures) or 'a central did not finish')
-            print('parallel: two centrals each echoed %d bytes in order (%.1f s, %.1f s)'
-                  % (total, results['central 1'], results['central 2']))
+            print('parallel: two channels each echoed %d bytes in order (%.1f s, %.1f s)'
+                  % (total, results['channel 1'], results['channel 2']))
     except (CheckFailed, OSError) as e:
         print('FAIL: %s' % e)
         return 1
