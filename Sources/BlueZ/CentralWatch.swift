@@ -374,6 +374,17 @@ public final class CentralWatch {
             .sorted { Self.rank($0.value, $0.key) < Self.rank($1.value, $1.key) }.map(\.key)
     }
 
+    /// The device object bluetoothd has for the central with `address` (any case) and
+    /// `addressType` (`public`, `random`), as the kernel names it on an L2CAP channel
+    /// (after pairing: the identity address, which bluetoothd's `Address` follows while the
+    /// object path may keep the first private address). A connected one is preferred.
+    public func device(address: String, addressType: String) -> String? {
+        let matching = centrals.filter {
+            $0.value.address?.uppercased() == address.uppercased() && ($0.value.addressType ?? "public") == addressType
+        }
+        return (matching.first { $0.value.connected } ?? matching.first)?.key
+    }
+
     /// Removes `device` and its keys from bluetoothd (`Adapter1.RemoveDevice`); a connected
     /// central is disconnected by it.
     public func remove(device: String, completion: @escaping (DBusError?) -> Void) {

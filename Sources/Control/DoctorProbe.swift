@@ -261,6 +261,17 @@ public struct DoctorProbe {
                 refusals.append(Refusal(subject: .advertisement, errorName: "", message: String(words.dropFirst(9))))
             }
         }
+        if case .success(let arguments) = session.call(
+            controlBusName, ControlNames.managerPath.rawValue, ControlNames.managerInterface,
+            ControlMethod.listChannels.rawValue)
+        {
+            for channel in arguments.first?.asArray ?? [] {
+                guard let id = channel.variantDictionaryValue("Id")?.asString,
+                    let error = channel.variantDictionaryValue("Error")?.asString
+                else { continue }
+                state.channelErrors.append((id, error))
+            }
+        }
         if let registration = state.registration, state.registered == false,
             registration.hasPrefix("bluetoothd refused the application")
         {

@@ -12,6 +12,10 @@ public enum ControlNames {
     public static let managerInterface = "org.gattd.Manager1"
     /// Prefix of every error the control API returns.
     public static let errorPrefix = "org.gattd.Error."
+    /// The interface a channel taker's object implements (`RegisterChannel`), and its one
+    /// method, `Open(h channel, a{sv} info)`.
+    public static let channelTakerInterface = "org.gattd.ChannelTaker1"
+    public static let channelTakerOpen = "Open"
 
     /// The bus name of gattd instance `instance` (`gattd --instance hci1`, the unit
     /// `gattd@hci1.service`): `org.gattd.hci1`; `busName` for none.

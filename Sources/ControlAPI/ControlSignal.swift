@@ -18,6 +18,8 @@ public enum ControlSignal: String, CaseIterable, Sendable {
     case passkeyDisplayed = "PasskeyDisplayed"
     case pairingChanged = "PairingChanged"
     case pairingConfirmation = "PairingConfirmation"
+    case channelOpened = "ChannelOpened"
+    case channelClosed = "ChannelClosed"
 
     /// The signal's argument signature.
     public var signature: String {
@@ -31,6 +33,7 @@ public enum ControlSignal: String, CaseIterable, Sendable {
         case .adapterChanged, .advertisementChanged: "ss"
         case .passkeyDisplayed, .pairingConfirmation: "oss"
         case .pairingChanged: "bu"
+        case .channelOpened, .channelClosed: "sa{sv}"
         }
     }
 

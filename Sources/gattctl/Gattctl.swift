@@ -25,6 +25,7 @@ struct Gattctl: ParsableCommand {
         subcommands: [
             ListCommand.self, GetCommand.self, SetCommand.self, WatchCommand.self, AdvertiseCommand.self,
             StatusCommand.self, PairingCommand.self, BondsCommand.self, CentralsCommand.self, DisconnectCommand.self,
+            ChannelCommand.self,
         ])
 
     /// Like `main()`, but with the exit statuses above: a usage error exits 2 (not

@@ -37,6 +37,8 @@ final class Daemon {
     let control: ControlManager
     /// The pairing agent, the pairing window and bondedOnly (`configuration.security`).
     let security: Pairing
+    /// The definition's L2CAP channels (Daemon+Channels.swift); restart-only.
+    let channels: ChannelServer
     let logger: Logger
     var exitCode: Int32 = 0
     /// systemd's sd_notify (READY=1, STATUS=, ...); not `service.notifier`, which is GATT's.
@@ -62,9 +64,12 @@ final class Daemon {
         self.configuration = configuration
         self.configPath = configPath
         factory = RuntimeFactory(loop: loop, state: .directory(stateDirectory), logger: logger)
-        (service, runtime) = factory.makeService(configuration)
+        channels = ChannelServer(definitions: configuration.channels, loop: loop, logger: logger)
+        let served = Self.openChannels(
+            configuration, server: channels, psmFile: ChannelPSMFile(directory: stateDirectory), logger: logger)
+        (service, runtime) = factory.makeService(served)
         application = try GattApplication(
-            configuration: configuration, service: service, connection: connection, logger: logger,
+            configuration: served, service: service, connection: connection, logger: logger,
             remembered: runtime.persistence?.savedHandles ?? AttributeHandles())
         session = BlueZSession(connection: connection, preferredAdapter: adapter, loop: loop, logger: logger)
         registrar = BlueZRegistrar(
@@ -76,6 +81,7 @@ final class Daemon {
         advertiser.kernel = kernel
         centrals = CentralWatch(connection: connection, session: session, logger: logger)
         service.centralAddress = { [unowned centrals] device in centrals.address(device: device) }
+        channels.devicePath = { [unowned centrals] address, type in centrals.device(address: address, addressType: type) }
         security = try Pairing(
             definition: configuration.security, connection: connection, session: session, loop: loop, logger: logger)
         let port = ControlPort(
@@ -89,9 +95,12 @@ final class Daemon {
             characteristicHandles: { [unowned application] in application.currentHandles.characteristics },
             confirmations: security.controlConfirmations)
         control = ControlManager(
-            configuration: configuration, service: service, port: port, connection: connection,
+            configuration: served, service: service, port: port, connection: connection,
             version: gattdVersion, logger: logger)
         control.busName = controlBusName
+        control.channels = configuration.channels.isEmpty ? nil : channels
+        channels.takers = { [unowned control] channel in control.channelHandoff(channel) }
+        channels.onEvent = { [unowned control] event in control.channelEvent(event) }
         application.onCentralSubscription = { [unowned control] attribute, device, subscribed in
             control.centralSubscriptionEvent(attribute, device: device, subscribed: subscribed)
         }
@@ -286,6 +295,7 @@ final class Daemon {
         notify { try self.systemd.stopping() }
         runtime.stop()
         service.writeHooks?.stop()
+        channels.stop()
         flushState()
         let deadline = loop.timer(after: .milliseconds(1500)) { [unowned self] in
             self.logger.warning("unregistering took too long; exiting anyway")
