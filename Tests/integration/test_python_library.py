@@ -260,6 +260,38 @@ def test_events_as_an_iterator_and_as_callbacks(serving, private_bus, standin):
     run(body())
 
 
+def test_a_central_that_bonds_over_a_private_address_is_named_by_its_identity(serving, private_bus, standin):
+    """The library names a central as gattd does (issue 31): CentralAddressChanged when it
+    bonds, then the identity in handlers' requests and in ValueWritten; a write-only handler
+    leaves the reads to gattd's store (RegisterHandler's operations)."""
+    serving("handlers.json")
+    rpa, rpa_path, identity = "6E:0D:A0:33:2C:6E", "/org/bluez/hci0/dev_6E_0D_A0_33_2C_6E", "00:AA:01:01:00:01"
+
+    async def body():
+        async with peripheral(private_bus) as app:
+            requests = []
+
+            @app.on_write("slow")
+            def write_slow(value, request):
+                requests.append(request)
+            await app.register()
+            events = app.events()
+            await app.subscribe()
+            await standin_call(standin, "AddDevice", "hci0", rpa, rpa, "random", True, False)
+            connected = await events.next(gattd.CentralConnected, timeout=10)
+            assert (connected.device, connected.address, connected.info["AddressType"]) == (rpa_path, rpa, "random")
+            await standin_call(standin, "SetDeviceIdentity", rpa_path, identity, "public", True)
+            changed = await events.next(gattd.CentralAddressChanged, timeout=10)
+            assert (changed.device, changed.address, changed.old_address) == (rpa_path, identity, rpa)
+            assert await write_att(standin, SLOW, b"bonded", rpa_path) == 0
+            assert (requests[-1].address, requests[-1].device) == (identity, rpa_path)
+            written = await events.next(gattd.ValueWritten, timeout=10)
+            assert written == gattd.ValueWritten("slow", b"bonded", rpa_path, identity)
+            assert await read_att(standin, SLOW, rpa_path) == (0, b"bonded"), "reads: gattd's store"
+            events.close()
+    run(body())
+
+
 def test_centrals_and_bonds(serving, private_bus, standin):
     serving("security-jw.json")
     standin.call("SetDeviceBonded", "hci0", ADDRESS, True)

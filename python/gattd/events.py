@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 __all__ = [
     "Event", "ValueWritten", "ValueChanged", "ReadyToUpdate", "SubscriptionChanged",
     "CentralSubscriptionChanged", "CentralConnected", "CentralDisconnected", "CentralAddressChanged",
-    "AdapterChanged",
+    "AdapterChanged", "ChannelOpened", "ChannelClosed",
     "AdvertisementChanged", "PasskeyDisplayed", "PairingConfirmation", "PairingChanged",
     "GattdStarted", "GattdStopped", "Signal",
 ]
@@ -141,6 +141,25 @@ class PairingChanged(Event):
 
 
 @dataclass(frozen=True)
+class ChannelOpened(Event):
+    """A central opened L2CAP channel `channel` (docs/channels.md); `info` holds PSM,
+    Address, AddressType, SendMTU, ReceiveMTU, TakenBy, Device as gattd gives them."""
+    channel: str
+    address: Optional[str]
+    info: Dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class ChannelClosed(Event):
+    """A connection gattd relays on `channel` closed; `reason` says why, `info` as in
+    ChannelOpened with BytesIn and BytesOut."""
+    channel: str
+    address: Optional[str]
+    reason: Optional[str] = None
+    info: Dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
 class GattdStarted(Event):
     """gattd took its bus name (at the program's start or after a restart); handlers and
     the event subscription are registered again before this is delivered."""
@@ -167,6 +186,16 @@ def _central(cls: Any) -> Callable[[List[Any]], Event]:
     return make
 
 
+def _channel_opened(body: List[Any]) -> Event:
+    info = {k: getattr(v, "value", v) for k, v in body[1].items()}
+    return ChannelOpened(str(body[0]), info.get("Address"), info)
+
+
+def _channel_closed(body: List[Any]) -> Event:
+    info = {k: getattr(v, "value", v) for k, v in body[1].items()}
+    return ChannelClosed(str(body[0]), info.get("Address"), info.get("Reason"), info)
+
+
 def _address_changed(body: List[Any]) -> Event:
     info = {k: getattr(v, "value", v) for k, v in body[1].items()}
     return CentralAddressChanged(str(body[0]), info.get("Address"), info.get("OldAddress"), info.get("Name"), info)
@@ -188,4 +217,6 @@ SIGNALS: Dict[str, Callable[[List[Any]], Event]] = {
     "PasskeyDisplayed": lambda b: PasskeyDisplayed(b[0], b[1], b[2]),
     "PairingConfirmation": lambda b: PairingConfirmation(b[0], b[1], b[2]),
     "PairingChanged": lambda b: PairingChanged(bool(b[0]), int(b[1])),
+    "ChannelOpened": _channel_opened,
+    "ChannelClosed": _channel_closed,
 }
