@@ -11,9 +11,7 @@ for f in /tmp/gattd-vm-dirty /tmp/gattd-vm-dirty-bluetoothd /var/lib/gattd-vm-di
          /etc/dbus-1/system.d/gattd-vm-dirty.conf; do
     [ ! -e "$f" ] || left "$f"
 done
-for p in /proc/[0-9]*; do
-    [ "$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)" = "sleep 100000 " ] && left "process ${p#/proc/} (sleep 100000)"
-done
+stray=$(pgrep -f '^sleep 100000$') && left "process $stray (sleep 100000)"
 alias=$(dbus-send --system --print-reply --dest=org.bluez /org/bluez/hci0 org.freedesktop.DBus.Properties.Get \
     string:org.bluez.Adapter1 string:Alias | sed -n 's/.*string "\(.*\)"/\1/p')
 [ "$alias" != gattd-vm-dirty ] || left "hci0's Alias $alias"
