@@ -17,5 +17,7 @@ alias=$(dbus-send --system --print-reply --dest=org.bluez /org/bluez/hci0 org.fr
 [ "$alias" != gattd-vm-dirty ] || left "hci0's Alias $alias"
 echo "hci0 Alias: $alias"
 [ "$(pgrep -c -x bluetoothd)" -le 1 ] || left "$(pgrep -c -x bluetoothd) bluetoothd processes"
+[ ! -e "/var/lib/bluetooth/$HCI1_ADDR/$HCI0_ADDR" ] || left "hci1's bond with hci0 in /var/lib/bluetooth"
+grep -q "load_ltks() hci1 keys 0" "$OUT/bluetoothd.log" || left "bluetoothd loaded keys: $(grep -o 'load_ltks() hci1 keys [0-9]*' "$OUT/bluetoothd.log")"
 [ "$fail" = 0 ] || exit 1
 echo "nothing of reset-dirty is left ($(elapsed) s)"

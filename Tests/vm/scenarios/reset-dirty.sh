@@ -20,4 +20,8 @@ dbus-send --system --print-reply --dest=org.bluez /org/bluez/hci0 org.freedeskto
 wait_for_line "/var/lib/bluetooth/$HCI0_ADDR/settings" '^Alias=gattd-vm-dirty$' 10 || exit 1
 echo "hci0 Alias set to gattd-vm-dirty, saved in /var/lib/bluetooth/$HCI0_ADDR/settings"
 echo "$BLUETOOTHD_PID" >/tmp/gattd-vm-dirty-bluetoothd
+# a bond of hci1's with hci0, as bluetoothd stores one (reset-clean's bluetoothd must load none)
+mkdir -p "/var/lib/bluetooth/$HCI1_ADDR/$HCI0_ADDR"
+printf '[LongTermKey]\nKey=00112233445566778899AABBCCDDEEFF\nAuthenticated=0\nEncSize=16\nEDiv=0\nRand=0\n' \
+    >"/var/lib/bluetooth/$HCI1_ADDR/$HCI0_ADDR/info"
 echo "scenario left its mess in $(elapsed) s"
