@@ -116,7 +116,10 @@ def test_example_waits_for_gattd_and_goes_on_after_a_restart(start_gattd, standi
         path = one_by_uuid(standin.call("Attributes"), SAMPLES)["path"]
         standin.call("Subscribe", path, DEVICE)
         first = sequence(standin.call("WaitForNotifications", path, dbus.UInt32(20), dbus.UInt32(20000), timeout=30))
-        assert first[:20] == list(range(20)), "the producer that started first streams to the gattd that came later"
+        # Samples produced before the central subscribed are stored, not notified (how many depends on
+        # how fast the machine is: 8 under qemu-user); from the subscription on none is lost or doubled.
+        assert first[:20] == list(range(first[0], first[0] + 20)), \
+            "the producer that started first streams to the gattd that came later, in order: %r" % first[:20]
         g.stop()
         assert producer.wait_for_line("stream: gattd is gone; waiting for it to come back", 10)
         before = sequence(standin.call("Notifications", path))
@@ -127,7 +130,7 @@ def test_example_waits_for_gattd_and_goes_on_after_a_restart(start_gattd, standi
         values = standin.call("WaitForNotifications", path, dbus.UInt32(len(before) + 20), dbus.UInt32(20000),
                               timeout=30)
         later = sequence(values)[len(before):]
-        assert len(later) >= 20 and later == sorted(later) and later[0] >= 20, \
+        assert len(later) >= 20 and later == sorted(later) and later[0] > before[-1], \
             "the new gattd gets the samples after those the old one took (%d before): %r" % (len(before), later[:5])
         assert producer.proc.poll() is None, "the producer outlived gattd's restart"
     finally:
