@@ -13,7 +13,7 @@ VERSION      := $(shell sed -n 's/^public let gattdVersion = "\(.*\)"$$/\1/p' So
 
 DEBUG_BIN    := .build/debug
 MAN_DIR      := .build/man
-MAN_PAGES    := $(MAN_DIR)/gattd.8 $(MAN_DIR)/gattctl.1 $(MAN_DIR)/gattd.json.5
+MAN_PAGES    := $(MAN_DIR)/gattd.8 $(MAN_DIR)/gattctl.1 $(MAN_DIR)/gattd.json.5 $(MAN_DIR)/gattd-python.7
 RELEASE_BIN  := .build/release
 
 # Release link, for memory (BENCHMARKS.md, "Where the memory goes"): lld lays out the
@@ -51,7 +51,7 @@ deps: toolchain
 build: deps man
 	$(SWIFT) build $(SWIFT_FLAGS)
 
-# Man pages gattd(8), gattctl(1), gattd.json(5) from man/*.scd (scdoc).
+# Man pages gattd(8), gattctl(1), gattd.json(5), gattd-python(7) from man/*.scd (scdoc).
 man: $(MAN_PAGES)
 
 $(MAN_DIR)/%: man/%.scd | deps

@@ -40,6 +40,9 @@ public struct CheckReport {
         for advertisement in configuration.advertisements {
             lines.append(contentsOf: advertisementLines(advertisement))
         }
+        for channel in configuration.channels {
+            lines.append("  \(channel.summary)")
+        }
         lines.append("  security: \(configuration.security.summary)")
         return lines.joined(separator: "\n")
     }

@@ -35,6 +35,7 @@ extension Configuration {
         }
 
         validateSecurity(into: &context)
+        validateChannels(into: &context)
         validateHandles(into: &context)
     }
 

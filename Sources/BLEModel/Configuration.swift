@@ -17,10 +17,13 @@ public struct Configuration: Sendable, Equatable {
     public var advertisements: [AdvertisementDefinition]
     /// Pairing, the pairing window and bonded-only (`security`; absent: no pairing).
     public var security: SecurityDefinition
+    /// L2CAP LE credit-based channels (`channels`; docs/channels.md).
+    public var channels: [ChannelDefinition]
 
     public init(
         version: Int = 1, adapter: String? = nil, alias: String? = nil, services: [ServiceDefinition],
-        advertisements: [AdvertisementDefinition] = [], security: SecurityDefinition = SecurityDefinition()
+        advertisements: [AdvertisementDefinition] = [], security: SecurityDefinition = SecurityDefinition(),
+        channels: [ChannelDefinition] = []
     ) {
         self.version = version
         self.adapter = adapter
@@ -28,5 +31,6 @@ public struct Configuration: Sendable, Equatable {
         self.services = services
         self.advertisements = advertisements
         self.security = security
+        self.channels = channels
     }
 }

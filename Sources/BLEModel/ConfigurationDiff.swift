@@ -14,7 +14,8 @@
 ///   the tree; applied in place to attributes nobody has written.
 /// - Advertisements are matched by id; `changedAdvertisements` go out as
 ///   `PropertiesChanged` without registering again.
-/// - `restartOnly`: top-level keys gattd reads only at start (`restart`).
+/// - `restartOnly`: top-level keys gattd reads only at start (`restart`: `adapter`,
+///   `alias`, `security`, `channels`).
 ///
 /// `sourcePath` (where a definition sits in the file) never counts as a change.
 public struct ConfigurationDiff: Sendable, Equatable {

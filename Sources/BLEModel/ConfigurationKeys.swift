@@ -123,6 +123,21 @@ public enum ConfigurationKeys {
             }
         } differs: {
             $0.security != $1.security
+        },
+        // The listeners are opened at start (docs/channels.md): a changed channel waits for
+        // a restart. Where a channel sits in the file (`sourcePath`) is not a change.
+        ConfigurationKey("channels", .restart) { decoder, object, configuration in
+            guard let value = object["channels"], let elements = decoder.context.array(value, "channels") else { return }
+            configuration.channels = elements.enumerated().compactMap { decoder.channel($1, "channels[\($0)]") }
+        } differs: {
+            let placed = { (channels: [ChannelDefinition]) in
+                channels.map { channel -> ChannelDefinition in
+                    var copy = channel
+                    copy.sourcePath = ""
+                    return copy
+                }
+            }
+            return placed($0.channels) != placed($1.channels)
         }
     ]
 

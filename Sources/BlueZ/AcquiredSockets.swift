@@ -322,20 +322,25 @@ final class AcquiredSockets {
         return delivered
     }
 
-    /// Writes `value` as one datagram to the notify sockets of the centrals `addresses`
-    /// (`AA:BB:CC:DD:EE:FF`, upper case) only; refused, with nothing sent, unless every one
-    /// has its own socket and bluetoothd sends a socket's datagrams to its central alone.
-    func send(_ attribute: Attribute, value: [UInt8], to addresses: [String]) -> Result<Void, TargetRefusal> {
+    /// Writes `value` as one datagram to the notify sockets of the centrals `targets` only:
+    /// a socket is a central's when bluetoothd named that central's object (the `device`
+    /// option), whatever address the object has now (docs/bluez-contract.md, "Private
+    /// addresses"); `address` names it in refusals. Refused, with nothing sent, unless every
+    /// one has its own socket and bluetoothd sends a socket's datagrams to its central alone.
+    func send(
+        _ attribute: Attribute, value: [UInt8], to targets: [(address: String, device: String)]
+    ) -> Result<Void, TargetRefusal> {
         let sockets = notifySockets[attribute.id] ?? []
         guard !sockets.isEmpty else { return .failure(.signalPath) }
         guard model == .targeted, sockets.allSatisfy({ $0.device != nil }) else {
             return .failure(.untargetable(model == .targeted ? .shared : model))
         }
         var chosen: [(String, Socket)] = []
-        for address in addresses {
-            let socket = sockets.first { CentralWatch.address(fromPath: $0.device ?? "") == address }
-            guard let socket else { return .failure(.noSocket(address)) }
-            chosen.append((address, socket))
+        for target in targets {
+            guard let socket = sockets.first(where: { $0.device == target.device }) else {
+                return .failure(.noSocket(target.address))
+            }
+            chosen.append((target.address, socket))
         }
         var missed: [String] = []
         for (address, socket) in chosen {

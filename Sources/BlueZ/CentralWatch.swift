@@ -12,18 +12,38 @@ public import Logging
 /// bluetoothd creates a `Device1` for every central that connects (`InterfacesAdded`, with
 /// `Connected` true) or flips `Connected` on one it knows (a bonded central); a removed
 /// `Device1` that was connected counts as disconnected, and so does every connected central
-/// when the adapter or bluetoothd goes away. The central's address is the `Address`
-/// property (or, failing that, read from the object path); its name is `Name` when
-/// bluetoothd knows it.
+/// when the adapter or bluetoothd goes away.
+///
+/// A central is named by what bluetoothd says, its `Address` and `AddressType` properties:
+/// the address it connected from until it bonds, its identity address once bluetoothd has
+/// its IRK. The object path is an opaque handle, never read for an address: bluetoothd keeps
+/// a phone that bonded over a private address at `dev_<that address>` and only changes its
+/// `Address` (docs/bluez-contract.md, "Private addresses"). Every name a program is told
+/// is announced first: `connected` with the address, `addressChanged` when a connected
+/// central's address changes, and `disconnected` with the address last announced. A
+/// `Device1` whose address is not known yet (a change that came before its object) is
+/// asked for its properties, and announced once they come.
 public final class CentralWatch {
     public enum Event: Equatable, Sendable {
-        case connected(device: String, address: String, name: String?)
-        case disconnected(device: String, address: String, name: String?)
+        case connected(device: String, address: String, addressType: String?, name: String?)
+        case disconnected(device: String, address: String, addressType: String?, name: String?)
+        /// A connected central's `Address` changed (it bonded over a private address, and
+        /// bluetoothd now names it by its identity): what it was announced as, and its new name.
+        case addressChanged(
+            device: String, oldAddress: String, oldAddressType: String?, address: String, addressType: String?,
+            name: String?)
         case powered(Bool)
     }
 
     private struct Central {
-        var address: String
+        /// bluetoothd's `Address`; nil until known.
+        var address: String?
+        var addressType: String?
+        /// The address and type the last event named while it is connected (nil: none
+        /// announced), so its disconnection names what a program was told.
+        var announced: (address: String, type: String?)?
+        /// Its properties were asked for (its address was not known).
+        var asked = false
         var name: String?
         var connected = false
         var paired = false
@@ -39,8 +59,12 @@ public final class CentralWatch {
 
     /// A central bluetoothd keeps a bond with (`gattctl bonds`).
     public struct Bond: Equatable, Sendable {
+        /// The object that holds the bond (where bluetoothd keeps two for one address, the
+        /// connected one, else the bonded one).
         public var device: String
         public var address: String
+        /// `public` or `random` (a static random identity), when bluetoothd says.
+        public var addressType: String?
         public var name: String?
         public var paired: Bool
         public var bonded: Bool
@@ -48,11 +72,12 @@ public final class CentralWatch {
         public var connected: Bool
 
         public init(
-            device: String, address: String, name: String?, paired: Bool, bonded: Bool, trusted: Bool,
-            connected: Bool
+            device: String, address: String, addressType: String? = nil, name: String?, paired: Bool, bonded: Bool,
+            trusted: Bool, connected: Bool
         ) {
             self.device = device
             self.address = address
+            self.addressType = addressType
             self.name = name
             self.paired = paired
             self.bonded = bonded
@@ -65,6 +90,8 @@ public final class CentralWatch {
     public struct Connected: Equatable, Sendable {
         public var device: String
         public var address: String
+        /// `public` or `random`, when bluetoothd says.
+        public var addressType: String?
         public var name: String?
         public var paired: Bool
         public var bonded: Bool
@@ -154,14 +181,18 @@ public final class CentralWatch {
                 else { continue }
                 let values = Dictionary(properties, uniquingKeysWith: { $1 })
                 let connected = values["Connected"]?.asBool ?? false
-                centrals[device.rawValue] = Central(
-                    address: values["Address"]?.asString ?? Self.address(fromPath: device.rawValue),
-                    name: values["Name"]?.asString, connected: values["Connected"]?.asBool ?? false,
+                var central = Central(
+                    address: values["Address"]?.asString, addressType: values["AddressType"]?.asString,
+                    name: values["Name"]?.asString, connected: connected,
                     paired: values["Paired"]?.asBool ?? false, bonded: values["Bonded"]?.asBool,
                     trusted: values["Trusted"]?.asBool ?? false, connectedSince: connected ? Self.now() : nil)
-                if let central = centrals[device.rawValue], central.connected {
-                    foundConnected.append((device.rawValue, central.address))
+                // Known, not announced: a program learns it from ListCentrals, and its
+                // disconnection names this address.
+                if connected, let address = central.address {
+                    central.announced = (address, central.addressType)
+                    foundConnected.append((device.rawValue, address))
                 }
+                centrals[device.rawValue] = central
             }
             for (device, address) in foundConnected.sorted(by: { $0.0 < $1.0 }) { onFoundConnected?(device, address) }
         }
@@ -184,15 +215,18 @@ public final class CentralWatch {
     public func adapterGone() {
         adapterPropertyNames = []
         notifySocketModel = .unknown
-        for (device, central) in centrals.sorted(by: { $0.key < $1.key }) where central.connected {
-            onEvent?(.disconnected(device: device, address: central.address, name: central.name))
+        for (device, central) in centrals.sorted(by: { $0.key < $1.key }) {
+            guard let announced = central.announced else { continue }
+            onEvent?(
+                .disconnected(device: device, address: announced.address, addressType: announced.type, name: central.name))
         }
         centrals.removeAll()
     }
 
     private func update(_ device: String, _ changed: [String: DBusValue]) {
-        var central = centrals[device] ?? Central(address: Self.address(fromPath: device))
+        var central = centrals[device] ?? Central()
         if let address = changed["Address"]?.asString { central.address = address }
+        if let type = changed["AddressType"]?.asString { central.addressType = type }
         if let name = changed["Name"]?.asString { central.name = name }
         if let paired = changed["Paired"]?.asBool { central.paired = paired }
         if let bonded = changed["Bonded"]?.asBool { central.bonded = bonded }
@@ -200,39 +234,122 @@ public final class CentralWatch {
         let wasConnected = central.connected
         if let connected = changed["Connected"]?.asBool { central.connected = connected }
         if central.connected != wasConnected { central.connectedSince = central.connected ? Self.now() : nil }
+        if central.address == nil, !central.asked {
+            central.asked = true
+            ask(device)
+        }
         centrals[device] = central
-        guard central.connected != wasConnected else { return }
-        logger.info(
-            central.connected ? "central connected" : "central disconnected",
-            metadata: ["device": "\(device)", "address": "\(central.address)", "name": "\(central.name ?? "")"])
-        onEvent?(
-            central.connected
-                ? .connected(device: device, address: central.address, name: central.name)
-                : .disconnected(device: device, address: central.address, name: central.name))
+        announce(device)
     }
 
-    /// The centrals bluetoothd keeps a bond (or a pairing) with, by address.
+    /// Tells `onEvent` what changed in the name a program knows `device` by: connected
+    /// (once its address is known), its address changed while connected, or disconnected
+    /// (with the address it was announced with).
+    private func announce(_ device: String) {
+        guard var central = centrals[device] else { return }
+        let event: Event
+        switch (central.connected, central.address, central.announced) {
+        case (true, let address?, nil):
+            event = .connected(device: device, address: address, addressType: central.addressType, name: central.name)
+        case (true, let address?, let old?) where old.address != address || old.type != central.addressType:
+            event = .addressChanged(
+                device: device, oldAddress: old.address, oldAddressType: old.type, address: address,
+                addressType: central.addressType, name: central.name)
+        case (false, _, let old?):
+            event = .disconnected(device: device, address: old.address, addressType: old.type, name: central.name)
+        default:
+            return
+        }
+        if case .disconnected = event {
+            central.announced = nil
+        } else if let address = central.address {
+            central.announced = (address, central.addressType)
+        }
+        centrals[device] = central
+        switch event {
+        case .connected(_, let address, let type, let name), .disconnected(_, let address, let type, let name):
+            logger.info(
+                central.connected ? "central connected" : "central disconnected",
+                metadata: ["device": "\(device)", "address": "\(address)", "address.type": "\(type ?? "")", "name": "\(name ?? "")"])
+        case .addressChanged(_, let old, _, let address, let type, _):
+            logger.info(
+                "central's address changed",
+                metadata: ["device": "\(device)", "address": "\(address)", "address.type": "\(type ?? "")", "old": "\(old)"])
+        case .powered:
+            break
+        }
+        onEvent?(event)
+    }
+
+    /// A `Device1` whose `Address` gattd has not seen (its change came before its object):
+    /// its properties are asked for, so its events can name it.
+    private func ask(_ device: String) {
+        guard let path = try? ObjectPath(device) else { return }
+        let attempt = session.generation
+        connection.call(
+            destination: BlueZNames.service, path: path, interface: Freedesktop.properties, member: "GetAll",
+            arguments: [.string(BlueZNames.device)]
+        ) { [weak self] result in
+            guard let self, self.session.isCurrent(attempt), self.centrals[device] != nil else { return }
+            guard case .success(let reply) = result, let properties = (try? reply.arguments())?.first?.variantDictionaryEntries
+            else {
+                self.logger.warning(
+                    "cannot learn a central's address: its events wait for bluetoothd to name it",
+                    metadata: ["device": "\(device)"])
+                return
+            }
+            let values = Dictionary(properties, uniquingKeysWith: { $1 })
+            // Only what a signal has not told already.
+            var missing: [String: DBusValue] = [:]
+            if self.centrals[device]?.address == nil, let address = values["Address"] { missing["Address"] = address }
+            if self.centrals[device]?.addressType == nil, let type = values["AddressType"] { missing["AddressType"] = type }
+            if self.centrals[device]?.name == nil, let name = values["Name"] { missing["Name"] = name }
+            self.update(device, missing)
+        }
+    }
+
+    /// The centrals bluetoothd keeps a bond (or a pairing) with, one per address: where
+    /// bluetoothd keeps two objects for one address (a phone that paired again with a new
+    /// IRK), the connected one, else the bonded one.
     public var bonds: [Bond] {
-        centrals.filter { $0.value.isBonded || $0.value.paired }.map { device, central in
+        var chosen: [String: (String, Central)] = [:]
+        for (device, central) in centrals where central.isBonded || central.paired {
+            guard let address = central.address else { continue }
+            let key = address.uppercased()
+            if let (other, current) = chosen[key], Self.rank(current, other) >= Self.rank(central, device) { continue }
+            chosen[key] = (device, central)
+        }
+        return chosen.values.map { device, central in
             Bond(
-                device: device, address: central.address, name: central.name, paired: central.paired,
-                bonded: central.isBonded, trusted: central.trusted, connected: central.connected)
+                device: device, address: central.address ?? "", addressType: central.addressType, name: central.name,
+                paired: central.paired, bonded: central.isBonded, trusted: central.trusted, connected: central.connected)
         }.sorted { $0.address < $1.address }
+    }
+
+    /// Which of two objects with one address stands for it: connected, then bonded, then
+    /// paired; then the path, so the choice does not depend on the order of a dictionary.
+    private static func rank(_ central: Central, _ device: String) -> (Int, Int, Int, String) {
+        (central.connected ? 1 : 0, central.isBonded ? 1 : 0, central.paired ? 1 : 0, device)
     }
 
     /// The centrals connected now, by address.
     public var connected: [Connected] {
-        centrals.filter(\.value.connected).map { device, central in
-            Connected(
-                device: device, address: central.address, name: central.name, paired: central.paired,
-                bonded: central.isBonded, trusted: central.trusted, since: central.connectedSince ?? 0)
+        centrals.compactMap { device, central in
+            guard central.connected, let address = central.address else { return nil }
+            return Connected(
+                device: device, address: address, addressType: central.addressType, name: central.name,
+                paired: central.paired, bonded: central.isBonded, trusted: central.trusted,
+                since: central.connectedSince ?? 0)
         }.sorted { $0.address < $1.address }
     }
 
     /// The device object of the connected central with `address` (any case).
     public func connectedDevice(address: String) -> String? {
-        centrals.first { $0.value.connected && $0.value.address.uppercased() == address.uppercased() }?.key
+        centrals.filter { $0.value.connected && $0.value.address?.uppercased() == address.uppercased() }.keys.min()
     }
+
+    /// The address bluetoothd gives the central at `device` now (`Address`), if gattd knows it.
+    public func address(device: String) -> String? { centrals[device]?.address }
 
     private static func now() -> Int64 {
         var time = timespec()
@@ -243,9 +360,29 @@ public final class CentralWatch {
     /// Whether bluetoothd keeps a bond with `device`.
     public func isBonded(_ device: String) -> Bool { centrals[device]?.isBonded ?? false }
 
-    /// The device object of the central with `address` (any case), if bluetoothd knows it.
+    /// The device object that stands for the central with `address` (any case), if
+    /// bluetoothd knows it: as in `bonds`, the connected one, else the bonded one.
     public func device(address: String) -> String? {
-        centrals.first { $0.value.address.uppercased() == address.uppercased() }?.key
+        devices(address: address).last
+    }
+
+    /// Every device object bluetoothd keeps with `address` (any case; two after a phone
+    /// paired again with a new IRK), the one that stands for it last.
+    public func devices(address: String) -> [String] {
+        let key = address.uppercased()
+        return centrals.filter { $0.value.address?.uppercased() == key }
+            .sorted { Self.rank($0.value, $0.key) < Self.rank($1.value, $1.key) }.map(\.key)
+    }
+
+    /// The device object bluetoothd has for the central with `address` (any case) and
+    /// `addressType` (`public`, `random`), as the kernel names it on an L2CAP channel
+    /// (after pairing: the identity address, which bluetoothd's `Address` follows while the
+    /// object path may keep the first private address). A connected one is preferred.
+    public func device(address: String, addressType: String) -> String? {
+        let matching = centrals.filter {
+            $0.value.address?.uppercased() == address.uppercased() && ($0.value.addressType ?? "public") == addressType
+        }
+        return (matching.first { $0.value.connected } ?? matching.first)?.key
     }
 
     /// Removes `device` and its keys from bluetoothd (`Adapter1.RemoveDevice`); a connected
@@ -276,9 +413,4 @@ public final class CentralWatch {
         }
     }
 
-    /// `AA:BB:CC:DD:EE:FF` from `/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF`.
-    static func address(fromPath path: String) -> String {
-        guard let last = path.split(separator: "/").last, last.hasPrefix("dev_") else { return "" }
-        return String(last.dropFirst(4).map { $0 == "_" ? ":" : $0 })
-    }
 }

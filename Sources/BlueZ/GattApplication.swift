@@ -233,16 +233,19 @@ public final class GattApplication: NotificationSink {
         exportedPaths.removeAll()
     }
 
-    /// `value` to the centrals `addresses` only (CoreBluetooth's `onSubscribedCentrals:`),
-    /// through their own notify sockets; the stored value does not change. Refused, naming
-    /// why, where bluetoothd cannot target them: never sent to all instead.
-    public func send(_ attribute: Attribute, value: [UInt8], to addresses: [String]) -> Result<Void, TargetRefusal> {
+    /// `value` to the centrals `targets` only (CoreBluetooth's `onSubscribedCentrals:`),
+    /// each named by its address and found by its device object, through their own notify
+    /// sockets; the stored value does not change. Refused, naming why, where bluetoothd
+    /// cannot target them: never sent to all instead.
+    public func send(
+        _ attribute: Attribute, value: [UInt8], to targets: [(address: String, device: String)]
+    ) -> Result<Void, TargetRefusal> {
         guard attribute.isNotifying else { return .failure(.notSubscribed) }
-        let result = requests.sockets.send(attribute, value: value, to: addresses)
+        let result = requests.sockets.send(attribute, value: value, to: targets)
         if case .success = result {
             logger.debug(
                 "notified chosen centrals",
-                metadata: ["gatt.id": "\(attribute.id)", "length": "\(value.count)", "centrals": "\(addresses)"])
+                metadata: ["gatt.id": "\(attribute.id)", "length": "\(value.count)", "centrals": "\(targets.map(\.address))"])
         }
         return result
     }

@@ -34,6 +34,9 @@ public final class PairingAgent: DBusObject {
     public let mode: SecurityDefinition.Pairing
     /// Whether pairing is allowed now (the pairing window); asked at every request.
     public var pairingAllowed: () -> Bool = { false }
+    /// The address bluetoothd gives a device object (`CentralWatch.address(device:)`); nil
+    /// when not known yet, and then bluetoothd is asked.
+    public var centralAddress: (String) -> String? = { _ in nil }
     public var onEvent: ((Event) -> Void)?
     /// Numeric comparison: bluetoothd asks whether the six digits match. The receiver
     /// calls `answer` exactly once, later: accepted, or the reason for rejecting.
@@ -220,26 +223,44 @@ public final class PairingAgent: DBusObject {
         _ answer: @escaping @Sendable (PairingAgent, Request) -> Void
     ) -> DBusMethod {
         DBusMethod(name, inSignature: inSignature, outSignature: outSignature) { (agent: PairingAgent, call) in
-            guard let request = agent.admit(call, name) else { return }
-            answer(agent, request)
+            agent.admit(call, name) { request in answer(agent, request) }
         }
     }
 
     /// The call as a request when the current `org.bluez` owner made it; anyone else is
-    /// refused and logged.
-    private func admit(_ call: MethodCall, _ method: String) -> Request? {
+    /// refused and logged. The central it names is named by its `Address` (`centralAddress`,
+    /// else asked of bluetoothd), never by its object path; a central whose address cannot
+    /// be learned is refused (fail closed: nobody could be told who pairs).
+    private func admit(_ call: MethodCall, _ method: String, then answer: @escaping (Request) -> Void) {
         guard let trustedSender, call.isSent(by: trustedSender) else {
             logger.warning(
                 "pairing agent call refused: not from bluetoothd",
                 metadata: ["method": "\(method)", "sender": "\(call.sender ?? "?")"])
             call.fail(DBusError(name: BlueZError.rejected, message: "only bluetoothd may call gattd's agent"))
-            return nil
+            return
         }
         let arguments = (try? call.arguments()) ?? []
-        let device = arguments.first?.asObjectPath?.rawValue ?? ""
-        return Request(
-            call: call, method: method, arguments: arguments, device: device,
-            address: CentralWatch.address(fromPath: device))
+        guard let path = arguments.first?.asObjectPath else {
+            // Release, Cancel: no central.
+            return answer(Request(call: call, method: method, arguments: arguments, device: "", address: ""))
+        }
+        let device = path.rawValue
+        if let address = centralAddress(device) {
+            return answer(Request(call: call, method: method, arguments: arguments, device: device, address: address))
+        }
+        connection.call(
+            destination: trustedSender, path: path, interface: Freedesktop.properties, member: "Get",
+            arguments: [.string(BlueZNames.device), .string("Address")]
+        ) { [weak self] result in
+            guard let self else { return }
+            let address = (try? result.get().arguments())?.first?.asString
+            let request = Request(
+                call: call, method: method, arguments: arguments, device: device, address: address ?? "")
+            guard address != nil else {
+                return self.reject(request, "bluetoothd did not say the address of \(device)")
+            }
+            answer(request)
+        }
     }
 
     /// Just Works: bluetoothd asks whether an unauthenticated pairing may go ahead.

@@ -8,7 +8,7 @@ import Logging
 /// The connected centrals over the control API (docs/control-api.md, `ListCentrals`,
 /// `DisconnectCentral`): CoreBluetooth's `CBCentral`s, seen from the board.
 extension ControlManager {
-    /// `ListCentrals() -> aa{sv}`: `Device` o, `Address` s, `Name` s (when known), `Paired` b,
+    /// `ListCentrals() -> aa{sv}`: `Device` o, `Address` s, `AddressType` s and `Name` s (when known), `Paired` b,
     /// `Bonded` b, `Trusted` b, `ConnectedSince` t, `MTU` q and `MaxUpdateLength` q (when
     /// known), `Subscribed` as (when bluetoothd gives each central its own socket).
     func listCentrals() -> DBusValue {
@@ -20,6 +20,7 @@ extension ControlManager {
                     (.device, .objectPath((try? ObjectPath(central.device)) ?? BlueZNamesForControl.unknownDevice)),
                     (.address, .string(central.address))
                 ]
+                if let type = central.addressType { entries.append((.addressType, .string(type))) }
                 if let name = central.name { entries.append((.name, .string(name))) }
                 entries += [
                     (.paired, .bool(central.paired)), (.bonded, .bool(central.bonded)),

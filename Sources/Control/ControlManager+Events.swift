@@ -9,13 +9,21 @@ import Logging
 /// Events for programs (docs/control-api.md, "Signals"), sent only to clients that
 /// called `Subscribe()`, like `ValueWritten` and `ValueChanged`.
 extension ControlManager {
-    /// A central connected or disconnected, or the adapter's `Powered` changed.
+    /// A central connected or disconnected, a connected central's address changed
+    /// (`CentralAddressChanged`), or the adapter's `Powered` changed.
     public func centralEvent(_ event: CentralWatch.Event) {
         switch event {
-        case .connected(let device, let address, let name):
-            emitEvent(.centralConnected, [deviceArgument(device), ControlKey.dictionary(info(device, address, name))])
-        case .disconnected(let device, let address, let name):
-            emitEvent(.centralDisconnected, [deviceArgument(device), ControlKey.dictionary(info(device, address, name))])
+        case .connected(let device, let address, let type, let name):
+            emitEvent(
+                .centralConnected, [deviceArgument(device), ControlKey.dictionary(info(device, address, type, name))])
+        case .disconnected(let device, let address, let type, let name):
+            emitEvent(
+                .centralDisconnected, [deviceArgument(device), ControlKey.dictionary(info(device, address, type, name))])
+        case .addressChanged(let device, let oldAddress, let oldType, let address, let type, let name):
+            var entries = info(device, address, type, name)
+            entries.append((.oldAddress, .string(oldAddress)))
+            if let oldType { entries.append((.oldAddressType, .string(oldType))) }
+            emitEvent(.centralAddressChanged, [deviceArgument(device), ControlKey.dictionary(entries)])
         case .powered(let powered):
             adapterEvent(adapter: currentAdapter, state: powered ? "powered" : "unpowered")
         }
@@ -45,8 +53,9 @@ extension ControlManager {
         emitEvent(.subscriptionChanged, [.string(attribute.id), .bool(attribute.isNotifying)])
     }
 
-    private func info(_ device: String, _ address: String, _ name: String?) -> [(ControlKey, DBusValue)] {
+    private func info(_ device: String, _ address: String, _ type: String?, _ name: String?) -> [(ControlKey, DBusValue)] {
         var entries: [(ControlKey, DBusValue)] = [(.address, .string(address))]
+        if let type { entries.append((.addressType, .string(type))) }
         if let name { entries.append((.name, .string(name))) }
         if let mtu = service.mtu.mtu(for: device) { entries.append((.mtu, .uint16(UInt16(clamping: mtu)))) }
         return entries

@@ -29,7 +29,7 @@ extension ControlManager {
         nameState = .requesting
         connection.call(
             destination: Freedesktop.bus, path: Freedesktop.busPath, interface: Freedesktop.busInterface,
-            member: Freedesktop.requestName, arguments: [.string(ControlNames.busName), .uint32(Self.doNotQueue)]
+            member: Freedesktop.requestName, arguments: [.string(busName), .uint32(Self.doNotQueue)]
         ) { [weak self] result in
             guard let self else { return }
             switch result {
@@ -37,12 +37,12 @@ extension ControlManager {
                 let code = (try? reply.arguments())?.first?.asUInt32
                 if code == RequestNameReply.primaryOwner || code == RequestNameReply.alreadyOwner {
                     self.nameState = .owned
-                    self.logger.info("control API ready", metadata: ["dbus.name": "\(ControlNames.busName)"])
+                    self.logger.info("control API ready", metadata: ["dbus.name": "\(busName)"])
                 } else {
-                    self.giveUp("\(ControlNames.busName) is owned by another process")
+                    self.giveUp("\(busName) is owned by another process")
                 }
             case .failure(let error):
-                self.giveUp("the bus refused \(ControlNames.busName): \(error)")
+                self.giveUp("the bus refused \(busName): \(error)")
             }
         }
     }
@@ -51,6 +51,6 @@ extension ControlManager {
         connection.unexport(ControlNames.managerPath)
         nameState = .unavailable(reason)
         logger.warning(
-            "serving GATT without the control API", metadata: ["dbus.name": "\(ControlNames.busName)", "reason": "\(reason)"])
+            "serving GATT without the control API", metadata: ["dbus.name": "\(busName)", "reason": "\(reason)"])
     }
 }

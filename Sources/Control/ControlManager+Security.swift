@@ -61,8 +61,9 @@ extension ControlManager {
             [.objectPath((try? ObjectPath(device)) ?? BlueZNamesForControl.unknownDevice), .string(address), .string(passkey)])
     }
 
-    /// `ListBonds() -> aa{sv}`: `Device` o, `Address` s, `Name` s (when known), `Paired` b,
-    /// `Bonded` b, `Trusted` b, `Connected` b.
+    /// `ListBonds() -> aa{sv}`, one entry per address: `Device` o, `Address` s,
+    /// `AddressType` s and `Name` s (when known), `Paired` b, `Bonded` b, `Trusted` b,
+    /// `Connected` b.
     func listBonds() -> DBusValue {
         let bonds = port.centrals?.bonds() ?? []
         return .array(
@@ -72,6 +73,7 @@ extension ControlManager {
                     (.device, .objectPath((try? ObjectPath(bond.device)) ?? BlueZNamesForControl.unknownDevice)),
                     (.address, .string(bond.address)),
                 ]
+                if let type = bond.addressType { entries.append((.addressType, .string(type))) }
                 if let name = bond.name { entries.append((.name, .string(name))) }
                 entries += [
                     (.paired, .bool(bond.paired)), (.bonded, .bool(bond.bonded)), (.trusted, .bool(bond.trusted)),
@@ -81,22 +83,32 @@ extension ControlManager {
             })
     }
 
-    /// `RemoveBond(s address)`: bluetoothd forgets the central and its keys; it must pair again.
+    /// `RemoveBond(s address)`: bluetoothd forgets the central and its keys; it must pair
+    /// again. Every object bluetoothd keeps with that address goes (two after a phone paired
+    /// again with a new IRK), the one standing for it last; only those known when the call
+    /// came, so a bond made meanwhile is not touched.
     func removeBond(address: String, call: MethodCall) {
-        guard let centrals = port.centrals, let device = centrals.device(address),
-            centrals.bonds().contains(where: { $0.device == device })
+        guard let centrals = port.centrals, centrals.bonds().contains(where: { $0.address.uppercased() == address.uppercased() })
         else {
             return refuse(call, .unknownBond(address))
         }
-        centrals.remove(device) { [logger] error in
+        removeDevices(centrals.devices(address), address: address, centrals: centrals, call: call)
+    }
+
+    private func removeDevices(_ devices: [String], address: String, centrals: ControlPort.Centrals, call: MethodCall) {
+        guard let device = devices.first else {
+            logger.notice("bond removed", metadata: ["device": "\(address)", "sender": "\(call.sender ?? "?")"])
+            return call.reply()
+        }
+        centrals.remove(device) { [self] error in
             if let error {
                 logger.warning(
-                    "could not remove a bond", metadata: ["device": "\(address)", "error": "\(error.name): \(error.message)"])
+                    "could not remove a bond",
+                    metadata: ["device": "\(address)", "device.path": "\(device)", "error": "\(error.name): \(error.message)"])
                 call.fail(ControlError.failed("bluetoothd did not remove \(address): \(error.message)").dbusError)
                 return
             }
-            logger.notice("bond removed", metadata: ["device": "\(address)", "sender": "\(call.sender ?? "?")"])
-            call.reply()
+            removeDevices(Array(devices.dropFirst()), address: address, centrals: centrals, call: call)
         }
     }
 

@@ -16,8 +16,10 @@ extension ControlManager {
             self?.emit(.valueChanged, attribute, detail: Self.describe(origin))
         }
         database.observeWrites { [weak self] attribute, origin in
-            guard case .central(let device) = origin else { return }
-            self?.emit(.valueWritten, attribute, detail: device ?? "")
+            guard let self, case .central(let device) = origin else { return }
+            // The central by its address as bluetoothd gives it now, beside the object path.
+            let address = device.flatMap { self.port.centrals?.address($0) } ?? ""
+            self.emit(.valueWritten, attribute, detail: device ?? "", address: address)
         }
         database.observeSubscriptions { [weak self] attribute in self?.subscriptionEvent(attribute) }
     }
@@ -50,12 +52,14 @@ extension ControlManager {
         watchers.removeValue(forKey: sender)?.cancel()
     }
 
-    private func emit(_ signal: ControlSignal, _ attribute: Attribute, detail: String) {
+    private func emit(_ signal: ControlSignal, _ attribute: Attribute, detail: String, address: String? = nil) {
         guard nameState == .owned, !watchers.isEmpty, attribute.isCharacteristic else { return }
+        var arguments: [DBusValue] = [.string(attribute.id), .bytes(attribute.value), .string(detail)]
+        if let address { arguments.append(.string(address)) }
         do {
             try connection.emitSignal(
                 path: ControlNames.managerPath, interface: ControlNames.managerInterface, member: signal.rawValue,
-                arguments: [.string(attribute.id), .bytes(attribute.value), .string(detail)])
+                arguments: arguments)
         } catch {
             logger.warning("could not emit \(signal.rawValue)", metadata: ["gatt.id": "\(attribute.id)", "error": "\(error)"])
         }

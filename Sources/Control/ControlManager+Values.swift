@@ -98,15 +98,19 @@ extension ControlManager {
                 id: id, length: bytes.count, minimum: attribute.minLength, maximum: attribute.maxLength)
             return refuse(call, error)
         }
-        if let centrals = port.centrals {
-            for address in addresses where centrals.connectedDevice(address) == nil {
+        // Each address names the connected central bluetoothd gives it (`Address`: the
+        // identity once bonded); its sockets are found by that central's object.
+        var targets: [(address: String, device: String)] = []
+        for address in addresses {
+            guard let device = port.centrals?.connectedDevice(address) else {
                 return refuse(call, .cannotTarget("\(address) is not connected"))
             }
+            targets.append((address, device))
         }
         guard let sendToCentrals = port.sendToCentrals else {
             return refuse(call, .cannotTarget("\(id) cannot reach chosen centrals here"))
         }
-        switch sendToCentrals(attribute, bytes, addresses) {
+        switch sendToCentrals(attribute, bytes, targets) {
         case .success:
             logger.debug(
                 "value sent to chosen centrals",

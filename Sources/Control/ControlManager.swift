@@ -51,6 +51,9 @@ public final class ControlManager: DBusObject {
     private(set) var advertisementOrder: [String] = []
 
     /// Where the claim on `org.gattd` stands.
+    /// The well-known name asked for: `org.gattd`, or an instance's (`ControlNames.busName(instance:)`).
+    /// Set before `start()`.
+    public var busName = ControlNames.busName
     public internal(set) var nameState: NameState = .notStarted {
         didSet { if nameState != oldValue { onNameStateChange?(nameState) } }
     }
@@ -66,6 +69,10 @@ public final class ControlManager: DBusObject {
     /// Programs' handlers by `name` (bus name and object path), each with the watch that
     /// ends its claims when the program leaves the bus.
     var programHandlers: [String: (handler: ProgramHandler, watch: SignalSubscription)] = [:]
+    /// The L2CAP channels (ControlManager+Channels.swift); nil: none defined or served.
+    public var channels: ChannelServer?
+    /// Registered channel takers by channel id.
+    var channelTakers: [String: (sender: String, object: ObjectPath, watch: SignalSubscription)] = [:]
     /// The adapter gattd serves on (`hci0`), for `AdapterChanged`.
     var currentAdapter: String?
 
@@ -146,6 +153,9 @@ public final class ControlManager: DBusObject {
         case .removeBond(let address): removeBond(address: address, call: call)
         case .listCentrals: call.reply([listCentrals()])
         case .disconnectCentral(let address): disconnectCentral(address: address, call: call)
+        case .registerChannel(let channel, let object): registerChannel(channel, object: object, call: call)
+        case .unregisterChannel(let channel): unregisterChannel(channel, call: call)
+        case .listChannels: call.reply([listChannels()])
         }
     }
 

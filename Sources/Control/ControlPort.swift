@@ -62,8 +62,11 @@ public struct ControlPort {
     /// The centrals bluetoothd knows on the adapter, the connected ones, and their bonds.
     public struct Centrals {
         public var bonds: () -> [CentralWatch.Bond]
-        /// The device object of the central with an address (any case), if known.
-        public var device: (_ address: String) -> String?
+        /// The device objects bluetoothd keeps with an address (any case), the one that
+        /// stands for it last (two after a phone paired again with a new IRK).
+        public var devices: (_ address: String) -> [String]
+        /// The address bluetoothd gives a device object now (`Address`), if known.
+        public var address: (_ device: String) -> String?
         /// Has bluetoothd forget a device and its keys; the error, or nil once done.
         public var remove: (_ device: String, _ completion: @escaping (DBusError?) -> Void) -> Void
         /// The centrals connected now.
@@ -74,13 +77,15 @@ public struct ControlPort {
         public var disconnect: (_ device: String, _ completion: @escaping (DBusError?) -> Void) -> Void
 
         public init(
-            bonds: @escaping () -> [CentralWatch.Bond], device: @escaping (String) -> String?,
+            bonds: @escaping () -> [CentralWatch.Bond], devices: @escaping (String) -> [String],
+            address: @escaping (String) -> String? = { _ in nil },
             remove: @escaping (String, @escaping (DBusError?) -> Void) -> Void,
             connected: @escaping () -> [CentralWatch.Connected], connectedDevice: @escaping (String) -> String?,
             disconnect: @escaping (String, @escaping (DBusError?) -> Void) -> Void
         ) {
             self.bonds = bonds
-            self.device = device
+            self.devices = devices
+            self.address = address
             self.remove = remove
             self.connected = connected
             self.connectedDevice = connectedDevice
@@ -90,7 +95,8 @@ public struct ControlPort {
         public init(_ centrals: CentralWatch) {
             self.init(
                 bonds: { [unowned centrals] in centrals.bonds },
-                device: { [unowned centrals] in centrals.device(address: $0) },
+                devices: { [unowned centrals] in centrals.devices(address: $0) },
+                address: { [unowned centrals] in centrals.address(device: $0) },
                 remove: { [unowned centrals] in centrals.remove(device: $0, completion: $1) },
                 connected: { [unowned centrals] in centrals.connected },
                 connectedDevice: { [unowned centrals] in centrals.connectedDevice(address: $0) },
@@ -131,9 +137,9 @@ public struct ControlPort {
     /// How many notify and write sockets bluetoothd holds for a characteristic (the GATT
     /// application's `AcquireNotify`/`AcquireWrite` sockets); nil: none are ever counted.
     public var acquiredSockets: ((String) -> (notify: Int, write: Int))?
-    /// Sends a value to chosen centrals only (`GattApplication.send(_:value:to:)`); nil:
-    /// no centrals can be chosen.
-    public var sendToCentrals: ((Attribute, [UInt8], [String]) -> Result<Void, TargetRefusal>)?
+    /// Sends a value to chosen centrals only (`GattApplication.send(_:value:to:)`), each
+    /// named by its address and found by its device object; nil: no centrals can be chosen.
+    public var sendToCentrals: ((Attribute, [UInt8], [(address: String, device: String)]) -> Result<Void, TargetRefusal>)?
     /// The characteristics each central is subscribed to through a socket of its own, by
     /// device path (`ListCentrals`); nil or a nil answer: not known.
     public var centralSubscriptions: (() -> [String: [String]]?)?
@@ -145,7 +151,7 @@ public struct ControlPort {
         advertising: Advertising? = nil, security: SecurityDefinition = SecurityDefinition(),
         pairingWindow: Window? = nil, centrals: Centrals? = nil,
         acquiredSockets: ((String) -> (notify: Int, write: Int))? = nil,
-        sendToCentrals: ((Attribute, [UInt8], [String]) -> Result<Void, TargetRefusal>)? = nil,
+        sendToCentrals: ((Attribute, [UInt8], [(address: String, device: String)]) -> Result<Void, TargetRefusal>)? = nil,
         centralSubscriptions: (() -> [String: [String]]?)? = nil,
         characteristicHandles: (() -> [String: UInt16])? = nil, confirmations: Confirmations? = nil
     ) {

@@ -22,6 +22,8 @@ public struct DoctorProbe {
     let mainConfPath: String?
     let environment: [String: String]
     let timeout: Duration = .seconds(5)
+    /// The gattd to ask: `org.gattd`, or an instance's (`gattd --doctor --instance hci1`).
+    public var controlBusName = ControlNames.busName
 
     public init(mainConfPath: String?, environment: [String: String]) {
         self.mainConfPath = mainConfPath
@@ -230,12 +232,12 @@ public struct DoctorProbe {
     // MARK: gattd
 
     func gattdState(_ session: Session) -> (state: DoctorFacts.Gattd, refusals: [Refusal]) {
-        guard session.hasOwner(ControlNames.busName) else {
-            return (.init(running: false, note: "\(ControlNames.busName) has no owner on the system bus"), [])
+        guard session.hasOwner(controlBusName) else {
+            return (.init(running: false, note: "\(controlBusName) has no owner on the system bus"), [])
         }
         let status: DBusValue
         switch session.call(
-            ControlNames.busName, ControlNames.managerPath.rawValue, ControlNames.managerInterface, "GetStatus")
+            controlBusName, ControlNames.managerPath.rawValue, ControlNames.managerInterface, "GetStatus")
         {
         case .success(let arguments) where arguments.first != nil:
             status = arguments[0]
@@ -257,6 +259,17 @@ public struct DoctorProbe {
             state.advertisements.append((id, words))
             if words.hasPrefix("refused: ") {
                 refusals.append(Refusal(subject: .advertisement, errorName: "", message: String(words.dropFirst(9))))
+            }
+        }
+        if case .success(let arguments) = session.call(
+            controlBusName, ControlNames.managerPath.rawValue, ControlNames.managerInterface,
+            ControlMethod.listChannels.rawValue)
+        {
+            for channel in arguments.first?.asArray ?? [] {
+                guard let id = channel.variantDictionaryValue("Id")?.asString,
+                    let error = channel.variantDictionaryValue("Error")?.asString
+                else { continue }
+                state.channelErrors.append((id, error))
             }
         }
         if let registration = state.registration, state.registered == false,

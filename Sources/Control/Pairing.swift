@@ -64,6 +64,7 @@ public final class Pairing {
         }
         guard let agent, let window else { return }
         agent.pairingAllowed = { [unowned window] in window.isOpen }
+        agent.centralAddress = { [unowned centrals] device in centrals.address(device: device) }
         agent.onRegistered = { [unowned window] in window.agentRegistered() }
         agent.onEvent = { [unowned self, unowned control, unowned centrals] event in
             switch event {

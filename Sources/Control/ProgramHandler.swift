@@ -10,8 +10,9 @@ import Logging
 /// call on the program's own unique name, bounded by the attribute's deadline.
 ///
 /// - `Read(s id, a{sv} request) -> ay` and `Write(s id, ay value, a{sv} request)`;
-///   `request` has `device` (o) and `mtu` (q) when known, `offset` (q), `link` (s) when
-///   known, and for writes `expects-reply` (b): false for a Write Command.
+///   `request` has `device` (o, bluetoothd's object: an opaque handle), `address` (s, the
+///   central's `Address`: its identity once bonded) and `mtu` (q) when known, `offset` (q),
+///   `link` (s) when known, and for writes `expects-reply` (b): false for a Write Command.
 /// - An error reply named in `HandlerErrors` is the ATT result; any other error name is
 ///   0x0E (logged); no reply in time or a program gone from the bus is `.unavailable`
 ///   (the attribute's fallback); an answer of the wrong type (a Read not `ay`, a Write
@@ -97,6 +98,7 @@ final class ProgramHandler: AttributeHandler {
     static func describe(_ request: AttributeRequest, write: Bool) -> DBusValue {
         var entries: [(String, DBusValue)] = [("offset", .uint16(UInt16(clamping: request.offset)))]
         if let device = request.device, let path = try? ObjectPath(device) { entries.append(("device", .objectPath(path))) }
+        if let address = request.address { entries.append(("address", .string(address))) }
         if let mtu = request.mtu { entries.append(("mtu", .uint16(UInt16(clamping: mtu)))) }
         if let link = request.link { entries.append(("link", .string(link))) }
         if write { entries.append(("expects-reply", .bool(request.expectsReply))) }

@@ -39,6 +39,9 @@ public enum ControlKey: String, CaseIterable, Sendable {
     // ListCentrals, ListBonds and the central events
     case device = "Device"
     case address = "Address"
+    case addressType = "AddressType"
+    case oldAddress = "OldAddress"
+    case oldAddressType = "OldAddressType"
     case name = "Name"
     case paired = "Paired"
     case bonded = "Bonded"
@@ -48,6 +51,21 @@ public enum ControlKey: String, CaseIterable, Sendable {
     case mtu = "MTU"
     case maxUpdateLength = "MaxUpdateLength"
     case subscribed = "Subscribed"
+    // ListChannels and the channel events (ChannelOpened, ChannelClosed, ChannelTaker1.Open)
+    case security = "Security"
+    case listening = "Listening"
+    case psm = "PSM"
+    case error = "Error"
+    case program = "Program"
+    case taker = "Taker"
+    case open = "Open"
+    case serial = "Serial"
+    case sendMTU = "SendMTU"
+    case receiveMTU = "ReceiveMTU"
+    case takenBy = "TakenBy"
+    case bytesIn = "BytesIn"
+    case bytesOut = "BytesOut"
+    case reason = "Reason"
     // SetValueWithOptions' options
     case centrals = "centrals"
     // RegisterHandler's options

@@ -22,5 +22,8 @@ public enum ControlMethod: String, CaseIterable, Sendable {
     case listBonds = "ListBonds"
     case listCentrals = "ListCentrals"
     case disconnectCentral = "DisconnectCentral"
+    case registerChannel = "RegisterChannel"
+    case unregisterChannel = "UnregisterChannel"
+    case listChannels = "ListChannels"
     case removeBond = "RemoveBond"
 }

@@ -35,6 +35,11 @@ public enum ControlRequest: Equatable, Sendable {
     case listCentrals
     /// Drop the link to the connected central at this address.
     case disconnectCentral(address: String)
+    /// The caller's object at `object` takes the channels a central opens on `channel`
+    /// (`org.gattd.ChannelTaker1.Open`), until `UnregisterChannel` or it leaves the bus.
+    case registerChannel(channel: String, object: ObjectPath)
+    case unregisterChannel(channel: String)
+    case listChannels
 
     /// One method of `org.gattd.Manager1`, written once: its name, its signatures, and how
     /// its arguments become a request. `ControlManager`'s interface is made from these rows.
@@ -124,6 +129,18 @@ public enum ControlRequest: Equatable, Sendable {
             }
             return .disconnectCentral(address: address.uppercased())
         },
+        Method(.registerChannel, in: "so") { arguments throws(DBusError) in
+            guard let object = arguments[1].asObjectPath else { throw .invalidArgs("RegisterChannel takes (so)") }
+            let channel = id(arguments)
+            guard !channel.isEmpty else { throw .invalidArgs("RegisterChannel: name a channel") }
+            return .registerChannel(channel: channel, object: object)
+        },
+        Method(.unregisterChannel, in: "s") { arguments throws(DBusError) in
+            let channel = id(arguments)
+            guard !channel.isEmpty else { throw .invalidArgs("UnregisterChannel: name a channel") }
+            return .unregisterChannel(channel: channel)
+        },
+        Method(.listChannels, out: "aa{sv}") { _ in .listChannels },
         Method(.removeBond, in: "s") { arguments throws(DBusError) in
             let address = id(arguments)
             guard isAddress(address) else {

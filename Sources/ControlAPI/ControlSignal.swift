@@ -12,23 +12,28 @@ public enum ControlSignal: String, CaseIterable, Sendable {
     case centralSubscriptionChanged = "CentralSubscriptionChanged"
     case centralConnected = "CentralConnected"
     case centralDisconnected = "CentralDisconnected"
+    case centralAddressChanged = "CentralAddressChanged"
     case adapterChanged = "AdapterChanged"
     case advertisementChanged = "AdvertisementChanged"
     case passkeyDisplayed = "PasskeyDisplayed"
     case pairingChanged = "PairingChanged"
     case pairingConfirmation = "PairingConfirmation"
+    case channelOpened = "ChannelOpened"
+    case channelClosed = "ChannelClosed"
 
     /// The signal's argument signature.
     public var signature: String {
         switch self {
-        case .valueWritten, .valueChanged: "says"
+        case .valueWritten: "sayss"
+        case .valueChanged: "says"
         case .readyToUpdate: "s"
         case .subscriptionChanged: "sb"
         case .centralSubscriptionChanged: "sob"
-        case .centralConnected, .centralDisconnected: "oa{sv}"
+        case .centralConnected, .centralDisconnected, .centralAddressChanged: "oa{sv}"
         case .adapterChanged, .advertisementChanged: "ss"
         case .passkeyDisplayed, .pairingConfirmation: "oss"
         case .pairingChanged: "bu"
+        case .channelOpened, .channelClosed: "sa{sv}"
         }
     }
 

@@ -11,8 +11,12 @@ public struct AttributeRequest: Sendable, Equatable {
     }
 
     public var caller: Caller
-    /// The central's device object path, when bluetoothd names it.
+    /// The central's device object path, when bluetoothd names it: an opaque handle, never
+    /// read for an address.
     public var device: String?
+    /// The central's address as bluetoothd gives it (`Device1.Address`: the identity once
+    /// bonded); filled in by `RequestService` for handlers and hooks only.
+    public var address: String?
     /// Byte offset of a read or write (long reads, long and prepared writes).
     public var offset: Int
     /// The link's ATT MTU, when known.
@@ -30,6 +34,7 @@ public struct AttributeRequest: Sendable, Equatable {
     ) {
         self.caller = caller
         self.device = device
+        self.address = nil
         self.offset = offset
         self.mtu = mtu
         self.link = link

@@ -124,6 +124,37 @@ public final class ChildProcess {
         return child
     }
 
+    /// Starts `argv` now with `socket` as its standard input and output (an inetd-style
+    /// server: an L2CAP channel's relayed end). No timeout: it runs until it exits; its
+    /// stdout is not read by gattd.
+    /// - Throws: `ChildProcessError` when the spawn or the pidfd fails; nothing is left
+    ///   running then, and `socket` stays open (the caller's).
+    public static func start(
+        argv: [String], environment: [String: String] = [:], connectedTo socket: Int32, loop: EventLoop,
+        completion: @escaping (Completion) -> Void
+    ) throws(ChildProcessError) -> ChildProcess {
+        precondition(!argv.isEmpty, "argv names a program")
+        Self.ignoreSIGPIPE
+        let pid: Int32
+        switch Self.spawn(argv: argv, environment: environment, stdin: socket, stdout: socket) {
+        case .success(let spawnedPID): pid = spawnedPID
+        case .failure(let error): throw error
+        }
+        let pidFD = pidfd_open(pid, 0)
+        guard pidFD >= 0 else {
+            let code = errno
+            Glibc.kill(-pid, SIGKILL)
+            Glibc.kill(pid, SIGKILL)
+            var status: Int32 = 0
+            _ = SystemCall.retrying { waitpid(pid, &status, 0) }
+            throw ChildProcessError(operation: "pidfd_open", path: argv[0], code: code)
+        }
+        let child = ChildProcess(
+            pid: pid, pidFD: pidFD, stdoutFD: -1, stdinFD: -1, input: [], loop: loop, completion: completion)
+        child.begin(timeout: nil)
+        return child
+    }
+
     private init(
         pid: pid_t, pidFD: Int32, stdoutFD: Int32, stdinFD: Int32, input: [UInt8], loop: EventLoop,
         completion: @escaping (Completion) -> Void
@@ -137,13 +168,16 @@ public final class ChildProcess {
         self.completion = completion
     }
 
-    private func begin(timeout: Duration) {
+    private func begin(timeout: Duration?) {
         exitWatch = loop.watch(fd: pidFD, events: .readable) { [self] _ in self.exited() }
-        outputWatch = loop.watch(fd: stdoutFD, events: .readable) { [self] _ in self.readOutput() }
+        if stdoutFD >= 0 {
+            outputWatch = loop.watch(fd: stdoutFD, events: .readable) { [self] _ in self.readOutput() }
+        }
         writeInput()
         if stdinFD >= 0 {
             inputWatch = loop.watch(fd: stdinFD, events: .writable) { [self] _ in self.writeInput() }
         }
+        guard let timeout else { return }
         timer = loop.timer(after: timeout) { [self] in
             self.timedOut = true
             self.kill()
@@ -251,6 +285,24 @@ public final class ChildProcess {
     }
 
     // MARK: - Spawning
+
+    /// Why `program` (an `argv[0]`: a path, or a name looked up on `PATH`) cannot be
+    /// started, or nil when an executable file is there. A check before a decision that
+    /// cannot be taken back (an L2CAP channel accepted); the start itself can still fail.
+    public static func cannotRun(_ program: String) -> String? {
+        if program.contains("/") {
+            return access(program, X_OK) == 0 ? nil : "\(program): \(String(cString: strerror(errno)))"
+        }
+        let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/local/bin:/usr/bin:/bin"
+        for directory in path.split(separator: ":", omittingEmptySubsequences: false) {
+            let candidate = (directory.isEmpty ? "." : String(directory)) + "/" + program
+            var info = stat()
+            if access(candidate, X_OK) == 0, stat(candidate, &info) == 0, info.st_mode & S_IFMT != S_IFDIR {
+                return nil
+            }
+        }
+        return "\(program): not found on PATH"
+    }
 
     private static func pipe() throws(ChildProcessError) -> (read: Int32, write: Int32) {
         // pipe2 is not exported to Swift; the loop thread is the only one spawning in

@@ -42,6 +42,9 @@ public final class RequestService {
     public let mtu: MTUTracker
     /// Which program serves which attribute; outlives reloads.
     public let handlers = HandlerRegistry()
+    /// The address bluetoothd gives a central's device object now (`Device1.Address`), for
+    /// handlers and hooks; asked only when one runs, never on the plain read path.
+    public var centralAddress: (String) -> String? = { _ in nil }
     let logger: Logger
 
     public init(
@@ -123,7 +126,7 @@ public final class RequestService {
             return .now(Self.slice(bytes, at: request.offset))
         }
         let pending = PendingRead()
-        handler.read(attribute, request, timeout: .milliseconds(attribute.handling.timeoutMs)) { [self] answer in
+        handler.read(attribute, addressed(request), timeout: .milliseconds(attribute.handling.timeoutMs)) { [self] answer in
             switch answer {
             case .answered(let bytes):
                 guard (attribute.minLength...attribute.maxLength).contains(bytes.count) else {
@@ -151,6 +154,14 @@ public final class RequestService {
             }
         }
         return .later(pending)
+    }
+
+    /// `request` with the central's address, for a handler or hook.
+    private func addressed(_ request: AttributeRequest) -> AttributeRequest {
+        guard let device = request.device else { return request }
+        var named = request
+        named.address = centralAddress(device)
+        return named
     }
 
     private static func slice(_ bytes: [UInt8], at offset: Int) -> Result<ArraySlice<UInt8>, GATTError> {
@@ -233,7 +244,7 @@ public final class RequestService {
         }
         if request.caller == .central, let handler = attribute.writeHandler {
             let timeout = Duration.milliseconds(attribute.handling.timeoutMs)
-            handler.write(attribute, bytes: bytes, request, timeout: timeout) { [self] answer in
+            handler.write(attribute, bytes: bytes, addressed(request), timeout: timeout) { [self] answer in
                 switch answer {
                 case .answered:
                     let hook = writeHooks?.hook(for: attribute)
@@ -285,7 +296,10 @@ public final class RequestService {
     ) {
         let hook = request.caller == .central ? writeHooks?.hook(for: attribute) : nil
         if let hook, hook.decides, let writeHooks {
-            writeHooks.decide(attribute, bytes: bytes, offset: request.offset, device: request.device) {
+            let named = addressed(request)
+            writeHooks.decide(
+                attribute, bytes: bytes, offset: request.offset, device: request.device, address: named.address
+            ) {
                 [self] refusal in
                 if let refusal {
                     completion(.failure(.refused(refusal)))
@@ -346,8 +360,11 @@ public final class RequestService {
             completion(.failure(.refused(error)))
             return
         }
-        let afterReply = { [writeHooks] in
-            if runHook { writeHooks?.written(attribute, bytes: bytes, offset: request.offset, device: request.device) }
+        let afterReply = { [writeHooks, centralAddress] in
+            guard runHook else { return }
+            writeHooks?.written(
+                attribute, bytes: bytes, offset: request.offset, device: request.device,
+                address: request.device.flatMap(centralAddress))
         }
         guard let persistence else {
             completion(.success(()))

@@ -24,8 +24,13 @@ public final class StateStore: StateStorage {
     public let directory: String
     private var temporaryCounter = 0
 
-    public init(directory: String) {
+    /// The file this store replaces atomically: `state.json`, or another file of the
+    /// same directory (`ChannelPSMFile`).
+    public let name: String
+
+    public init(directory: String, name: String = StateStore.fileName) {
         self.directory = directory
+        self.name = name
     }
 
     /// `$STATE_DIRECTORY` (its first entry when systemd lists several, ':'-separated), else
@@ -38,7 +43,7 @@ public final class StateStore: StateStorage {
         return "/var/lib/gattd"
     }
 
-    public var path: String { directory + "/" + Self.fileName }
+    public var path: String { directory + "/" + name }
 
     /// Creates the directory (and missing parents, mode 0700) unless it exists.
     public func prepareDirectory() throws(StateStoreError) {

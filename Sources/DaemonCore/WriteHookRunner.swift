@@ -7,8 +7,9 @@ public import Mainloop
 /// Runs the `onWrite` programs of characteristics (no shell, on the loop, never blocking it).
 ///
 /// The program gets the written bytes on stdin and, in its environment, `GATT_VALUE_HEX`
-/// (lowercase hex of the bytes), `GATT_OFFSET`, `GATT_ID`, `GATT_UUID` and `GATT_DEVICE`
-/// (the device's object path, empty if unknown). The central's bytes never appear in argv.
+/// (lowercase hex of the bytes), `GATT_OFFSET`, `GATT_ID`, `GATT_UUID`, `GATT_DEVICE` (the
+/// central's address as bluetoothd gives it: its identity once bonded) and
+/// `GATT_DEVICE_PATH` (its object path, an opaque handle), each empty if unknown. The central's bytes never appear in argv.
 ///
 /// - `decide` (hooks with `decides`): exit status 0 accepts; 128...159 rejects with the
 ///   ATT application error of that value; anything else, a signal or the timeout is
@@ -66,13 +67,14 @@ public final class WriteHookRunner {
     /// Runs the deciding hook of `attribute` for a write not yet stored; `verdict` gets
     /// nil to accept or the error to answer.
     public func decide(
-        _ attribute: Attribute, bytes: [UInt8], offset: Int, device: String?, verdict: @escaping (GATTError?) -> Void
+        _ attribute: Attribute, bytes: [UInt8], offset: Int, device: String?, address: String? = nil,
+        verdict: @escaping (GATTError?) -> Void
     ) {
         guard let hook = hooks[attribute.id] else {
             verdict(nil)
             return
         }
-        let started = run(hook, attribute, bytes, offset, device) { [logger] outcome in
+        let started = run(hook, attribute, bytes, offset, (device, address)) { [logger] outcome in
             let error = Self.verdict(outcome)
             let metadata: Logger.Metadata = [
                 "gatt.id": "\(attribute.id)", "outcome": "\(outcome)",
@@ -100,9 +102,9 @@ public final class WriteHookRunner {
     }
 
     /// Runs the (non-deciding) hook of `attribute` after an accepted write.
-    public func written(_ attribute: Attribute, bytes: [UInt8], offset: Int, device: String?) {
+    public func written(_ attribute: Attribute, bytes: [UInt8], offset: Int, device: String?, address: String? = nil) {
         guard let hook = hooks[attribute.id] else { return }
-        _ = run(hook, attribute, bytes, offset, device) { [logger] outcome in
+        _ = run(hook, attribute, bytes, offset, (device, address)) { [logger] outcome in
             guard outcome != .exited(0) else { return }
             logger.warning("write hook failed", metadata: ["gatt.id": "\(attribute.id)", "outcome": "\(outcome)"])
         }
@@ -110,8 +112,8 @@ public final class WriteHookRunner {
 
     /// False when the program could not start (logged).
     private func run(
-        _ hook: WriteHook, _ attribute: Attribute, _ bytes: [UInt8], _ offset: Int, _ device: String?,
-        _ done: @escaping (ChildProcess.Outcome) -> Void
+        _ hook: WriteHook, _ attribute: Attribute, _ bytes: [UInt8], _ offset: Int,
+        _ central: (path: String?, address: String?), _ done: @escaping (ChildProcess.Outcome) -> Void
     ) -> Bool {
         let id = attribute.id
         guard runningCount(id) < Self.maximumRunning else {
@@ -122,7 +124,8 @@ public final class WriteHookRunner {
         }
         let environment = [
             "GATT_VALUE_HEX": lowercaseHex(bytes), "GATT_OFFSET": "\(offset)", "GATT_ID": id,
-            "GATT_UUID": "\(attribute.uuid)", "GATT_DEVICE": device ?? "",
+            "GATT_UUID": "\(attribute.uuid)", "GATT_DEVICE": central.address ?? "",
+            "GATT_DEVICE_PATH": central.path ?? "",
         ]
         programs.started += 1
         let number = programs.started

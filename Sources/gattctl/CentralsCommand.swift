@@ -13,7 +13,7 @@ struct CentralsCommand: ParsableCommand {
         discussion: """
             One line per connected central: "<address> <name or -> mtu=<MTU or -> \
             max-update=<bytes or -> [bonded|paired] [trusted] since=<UTC time> \
-            [subscribed=<id>,...]". The MTU is known once the central has made a request; the \
+            [subscribed=<id>,...] [channels=<id>:<psm>,...]" (the L2CAP channels it has open). The MTU is known once the central has made a request; the \
             characteristics it is subscribed to are known where bluetoothd gives each central \
             its own socket (acquireNotify characteristics, BlueZ 5.71 and later), and left \
             out otherwise. --json prints an array of objects (null where not known).
@@ -27,6 +27,7 @@ struct CentralsCommand: ParsableCommand {
     func run() throws {
         let client = try ControlClient()
         let centrals = try client.call(.listCentrals).first?.asArray ?? []
+        let channels = try ChannelList(client)
         var objects: [JSONText.Value] = []
         for central in centrals {
             let value = { (key: ControlKey) in central.variantDictionaryValue(key.rawValue) }
@@ -41,12 +42,14 @@ struct CentralsCommand: ParsableCommand {
             if json {
                 objects.append(
                     .object([
-                        ("address", .string(address)), ("name", name.map { .string($0) } ?? .null),
-                        ("mtu", mtu.map { .number($0) } ?? .null),
+                        ("address", .string(address)),
+                        ("addressType", value(.addressType)?.asString.map { .string($0) } ?? .null),
+                        ("name", name.map { .string($0) } ?? .null), ("mtu", mtu.map { .number($0) } ?? .null),
                         ("maxUpdateLength", maxUpdate.map { .number($0) } ?? .null),
                         ("paired", .bool(flag(.paired))), ("bonded", .bool(flag(.bonded))),
                         ("trusted", .bool(flag(.trusted))), ("connectedSince", .number(since)),
-                        ("subscribed", subscribed.map { .array($0.map { .string($0) }) } ?? .null)
+                        ("subscribed", subscribed.map { .array($0.map { .string($0) }) } ?? .null),
+                        ("channels", .array(channels.open(by: address).map { .string($0) })),
                     ]))
                 continue
             }
@@ -64,6 +67,8 @@ struct CentralsCommand: ParsableCommand {
             if let subscribed {
                 words.append("subscribed=" + (subscribed.isEmpty ? "-" : subscribed.joined(separator: ",")))
             }
+            let open = channels.open(by: address)
+            if !open.isEmpty { words.append("channels=" + open.joined(separator: ",")) }
             printLine(words.joined(separator: " "))
         }
         if json { printLine(JSONText.render(.array(objects))) }

@@ -30,7 +30,7 @@ final class ControlClient {
         let member = method.rawValue
         var result: Result<Message, DBusError>?
         connection.call(
-            destination: ControlNames.busName, path: ControlNames.managerPath, interface: ControlNames.managerInterface,
+            destination: ControlTarget.busName, path: ControlNames.managerPath, interface: ControlNames.managerInterface,
             member: member, arguments: arguments, timeout: Self.callTimeout
         ) { result = $0 }
         // The call's own timeout answers first; the loop's is a backstop.

@@ -14,8 +14,9 @@ struct Gattctl: ParsableCommand {
             """,
         discussion: """
             Talks to gattd over the system bus (DBUS_SYSTEM_BUS_ADDRESS when set), name \
-            org.gattd, object /org/gattd, interface org.gattd.Manager1. The bus policy lets root \
-            and members of group gattd call it. See gattctl(1), and docs/control-api.md (installed \
+            org.gattd, object /org/gattd, interface org.gattd.Manager1. --instance NAME, before \
+            or after the subcommand, talks to gattd@NAME (one gattd per radio) at org.gattd.NAME \
+            instead. The bus policy lets root and members of group gattd call it. See gattctl(1), and docs/control-api.md (installed \
             in /usr/share/doc/gattd/docs/).
 
             \(ExitStatus.helpText)
@@ -24,13 +25,14 @@ struct Gattctl: ParsableCommand {
         subcommands: [
             ListCommand.self, GetCommand.self, SetCommand.self, WatchCommand.self, AdvertiseCommand.self,
             StatusCommand.self, PairingCommand.self, BondsCommand.self, CentralsCommand.self, DisconnectCommand.self,
+            ChannelCommand.self,
         ])
 
     /// Like `main()`, but with the exit statuses above: a usage error exits 2 (not
     /// ArgumentParser's 64) and a `Failure` prints its message and exits with its status.
     static func mainWithDocumentedExitCodes() -> Never {
         do {
-            var command = try parseAsRoot()
+            var command = try parseAsRoot(ControlTarget.current.get().arguments)
             try command.run()
             Glibc.exit(0)
         } catch let failure as Failure {

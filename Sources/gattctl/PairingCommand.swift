@@ -141,7 +141,9 @@ struct BondsCommand: ParsableCommand {
             if json {
                 objects.append(
                     .object([
-                        ("address", .string(address)), ("name", name.map { .string($0) } ?? .null),
+                        ("address", .string(address)),
+                        ("addressType", bond.variantDictionaryValue(ControlKey.addressType.rawValue)?.asString.map { .string($0) } ?? .null),
+                        ("name", name.map { .string($0) } ?? .null),
                         ("paired", .bool(flag(.paired))), ("bonded", .bool(flag(.bonded))),
                         ("trusted", .bool(flag(.trusted))), ("connected", .bool(flag(.connected))),
                     ]))

@@ -15,7 +15,9 @@ struct StatusCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        let status = try ControlClient().status()
+        let client = try ControlClient()
+        let status = try client.status()
+        let channels = try ChannelList(client)
         let value = { (key: ControlKey) in status.first { $0.0 == key.rawValue }?.1 }
         let adverts = (value(.advertisements)?.dictionaryEntries ?? []).map {
             ($0.key.asString ?? "", $0.value.asString ?? "")
@@ -39,6 +41,7 @@ struct StatusCommand: ParsableCommand {
                         ("pairing", .string(pairing)), ("pairingOpen", .bool(pairingOpen)),
                         ("bondedOnly", .bool(bondedOnly)),
                         ("lastError", lastError.isEmpty ? .null : .string(lastError)),
+                        ("channels", channels.json),
                     ])))
             return
         }
@@ -55,6 +58,10 @@ struct StatusCommand: ParsableCommand {
         printLine("subscriptions:  \(subscriptions)")
         let pairingState = pairing == "none" ? "" : (pairingOpen ? ", open" : ", closed")
         printLine("pairing:        \(pairing)\(pairingState)\(bondedOnly ? ", bonded centrals only" : "")")
+        if !channels.channels.isEmpty {
+            printLine("channels:")
+            for line in channels.lines { printLine(line) }
+        }
         printLine("last error:     \(lastError.isEmpty ? "(none)" : lastError)")
     }
 }

@@ -11,10 +11,15 @@ struct WatchCommand: ParsableCommand {
         commandName: "watch",
         abstract: "Print one line per event (writes, value changes, subscriptions, centrals, pairing, adapter, advertisements).",
         discussion: """
-            Lines: "written <id> <hex> <text> device=<path>" for a central's write (also when \
-            the value did not change), "changed <id> <hex> <text> origin=<central|control|timer|restored>" \
-            for every change, "subscribed <id>" / "unsubscribed <id>", "connected <address> \
-            [name=<name>] [mtu=<mtu>] device=<path>" / "disconnected ...", "adapter <name> \
+            Lines: "written <id> <hex> <text> address=<address> device=<path>" for a central's \
+            write (also when the value did not change), "changed <id> <hex> <text> \
+            origin=<central|control|timer|restored>" for every change, "subscribed <id>" / \
+            "unsubscribed <id>", "connected <address> [address-type=<public|random>] \
+            [name=<name>] [mtu=<mtu>] device=<path>" / "disconnected ...", "address-changed \
+            <address> [address-type=<type>] old-address=<address> [old-address-type=<type>] \
+            device=<path>" (a connected central bonded and is named by its identity now); a \
+            central's address is the one bluetoothd gives it, the path only bluetoothd's \
+            handle for it. "adapter <name> \
             state=<present|gone|powered|unpowered>", "advertisement <id> state=<state>", and \
             "ready <id>" (room again in a delivery-all queue), "passkey <6 digits> \
             address=<address> device=<path>" (the passkey to type in on the central pairing now), \
@@ -34,14 +39,14 @@ struct WatchCommand: ParsableCommand {
         let client = try ControlClient()
         var exitStatus: ExitStatus?
         let subscription = client.connection.subscribe(
-            sender: ControlNames.busName, path: ControlNames.managerPath, interface: ControlNames.managerInterface
+            sender: ControlTarget.busName, path: ControlNames.managerPath, interface: ControlNames.managerInterface
         ) { message in
             guard let member = message.member, let arguments = try? message.arguments() else { return }
             if let line = render(member, arguments) { printLine(line) }
         }
         let owner = client.connection.subscribe(
             sender: Freedesktop.bus, interface: Freedesktop.busInterface, member: Freedesktop.nameOwnerChanged,
-            arg0: ControlNames.busName
+            arg0: ControlTarget.busName
         ) { message in
             guard let arguments = try? message.arguments(), arguments.count == 3, arguments[2].asString == "" else {
                 return
@@ -52,7 +57,7 @@ struct WatchCommand: ParsableCommand {
         // gattd answers, no event after this point is missed. gattd sends the signals only
         // while someone is subscribed, and forgets us when we leave the bus.
         _ = try client.call(.subscribe)
-        printError("watching \(ControlNames.busName) (Ctrl-C to stop)")
+        printError("watching \(ControlTarget.busName) (Ctrl-C to stop)")
         let signals = [SIGINT, SIGTERM].map { signo in client.loop.onSignal(signo) { exitStatus = .ok } }
         while exitStatus == nil {
             _ = client.loop.run(until: { exitStatus != nil }, timeout: .seconds(3600))
@@ -66,10 +71,13 @@ struct WatchCommand: ParsableCommand {
         guard let signal = ControlSignal(rawValue: member) else { return nil }
         let strings = arguments.map(\.asString)
         switch (signal, arguments.count) {
-        case (.valueWritten, 3), (.valueChanged, 3):
-            guard let id = strings[0], let bytes = arguments[1].asBytes, let detail = strings[2] else { return nil }
-            return signal == .valueWritten
-                ? valueLine("written", id, bytes, ("device", detail)) : valueLine("changed", id, bytes, ("origin", detail))
+        case (.valueWritten, 4):
+            guard let id = strings[0], let bytes = arguments[1].asBytes, let device = strings[2], let address = strings[3]
+            else { return nil }
+            return valueLine("written", id, bytes, [("address", address), ("device", device)])
+        case (.valueChanged, 3):
+            guard let id = strings[0], let bytes = arguments[1].asBytes, let origin = strings[2] else { return nil }
+            return valueLine("changed", id, bytes, [("origin", origin)])
         case (.subscriptionChanged, 2):
             guard let id = strings[0], let notifying = arguments[1].asBool else { return nil }
             return event(notifying ? "subscribed" : "unsubscribed", [("id", id)])
@@ -80,11 +88,28 @@ struct WatchCommand: ParsableCommand {
             return event(subscribed ? "central-subscribed" : "central-unsubscribed", [("id", id), ("device", device.rawValue)])
         case (.centralConnected, 2), (.centralDisconnected, 2):
             guard let device = arguments[0].asObjectPath else { return nil }
-            var fields = [("address", arguments[1].variantDictionaryValue(ControlKey.address.rawValue)?.asString ?? "")]
-            if let name = arguments[1].variantDictionaryValue(ControlKey.name.rawValue)?.asString { fields.append(("name", name)) }
-            if let mtu = arguments[1].variantDictionaryValue(ControlKey.mtu.rawValue)?.asUInt16 { fields.append(("mtu", "\(mtu)")) }
+            let info = arguments[1]
+            var fields = [("address", info.variantDictionaryValue(ControlKey.address.rawValue)?.asString ?? "")]
+            if let type = info.variantDictionaryValue(ControlKey.addressType.rawValue)?.asString {
+                fields.append(("address-type", type))
+            }
+            if let name = info.variantDictionaryValue(ControlKey.name.rawValue)?.asString { fields.append(("name", name)) }
+            if let mtu = info.variantDictionaryValue(ControlKey.mtu.rawValue)?.asUInt16 { fields.append(("mtu", "\(mtu)")) }
             fields.append(("device", device.rawValue))
             return event(signal == .centralConnected ? "connected" : "disconnected", fields)
+        case (.centralAddressChanged, 2):
+            guard let device = arguments[0].asObjectPath else { return nil }
+            let info = arguments[1]
+            var fields = [("address", info.variantDictionaryValue(ControlKey.address.rawValue)?.asString ?? "")]
+            if let type = info.variantDictionaryValue(ControlKey.addressType.rawValue)?.asString {
+                fields.append(("address-type", type))
+            }
+            fields.append(("old-address", info.variantDictionaryValue(ControlKey.oldAddress.rawValue)?.asString ?? ""))
+            if let type = info.variantDictionaryValue(ControlKey.oldAddressType.rawValue)?.asString {
+                fields.append(("old-address-type", type))
+            }
+            fields.append(("device", device.rawValue))
+            return event("address-changed", fields)
         case (.adapterChanged, 2):
             guard let adapter = strings[0], let state = strings[1] else { return nil }
             return event("adapter", [("adapter", adapter), ("state", state)])
@@ -121,13 +146,14 @@ struct WatchCommand: ParsableCommand {
         return ([name] + fields.prefix(1).map(\.1) + rest).joined(separator: " ")
     }
 
-    private func valueLine(_ event: String, _ id: String, _ value: [UInt8], _ detail: (String, String)) -> String {
+    private func valueLine(_ event: String, _ id: String, _ value: [UInt8], _ details: [(String, String)]) -> String {
         if json {
             return JSONText.render(
                 .object([("event", .string(event)), ("id", .string(id))] + JSONText.valueMembers(value)
-                    + [(detail.0, .string(detail.1))]))
+                    + details.map { ($0.0, .string($0.1)) }))
         }
         let hex = value.isEmpty ? "(empty)" : ValueText.hex(value)
-        return "\(event) \(id) \(hex) \(ValueText.quoted(value)) \(detail.0)=\(detail.1)"
+        return (["\(event) \(id) \(hex) \(ValueText.quoted(value))"] + details.map { "\($0.0)=\($0.1)" })
+            .joined(separator: " ")
     }
 }

@@ -59,7 +59,7 @@ extension Daemon {
         }
         applyAdvertisements(diff)
         guard diff.needsNewApplication else {
-            control.reconfigure(configuration: new)
+            control.reconfigure(configuration: served(new))
             for change in diff.initialValues {
                 if let attribute = runtime.database[change.id] {
                     runtime.database.redefineInitialValue(attribute, to: change.value)
@@ -95,7 +95,8 @@ extension Daemon {
 
     /// Runs while the application is not registered: a new runtime (written values,
     /// counters and advertisement states carried over), served, exported, the old one stopped.
-    private func rebuildApplication(_ new: Configuration) {
+    private func rebuildApplication(_ file: Configuration) {
+        let new = served(file)
         let next = factory.make(new, after: runtime, for: service)
         service.serve(next)
         do throws(DBusError) {

@@ -37,6 +37,8 @@ final class Daemon {
     let control: ControlManager
     /// The pairing agent, the pairing window and bondedOnly (`configuration.security`).
     let security: Pairing
+    /// The definition's L2CAP channels (Daemon+Channels.swift); restart-only.
+    let channels: ChannelServer
     let logger: Logger
     var exitCode: Int32 = 0
     /// systemd's sd_notify (READY=1, STATUS=, ...); not `service.notifier`, which is GATT's.
@@ -54,7 +56,7 @@ final class Daemon {
 
     init(
         configuration: Configuration, configPath: String, adapter: String?, stateDirectory: String,
-        loop: EventLoop, connection: BusConnection, logger: Logger
+        loop: EventLoop, connection: BusConnection, logger: Logger, controlBusName: String = ControlNames.busName
     ) throws(DBusError) {
         self.loop = loop
         self.connection = connection
@@ -62,9 +64,12 @@ final class Daemon {
         self.configuration = configuration
         self.configPath = configPath
         factory = RuntimeFactory(loop: loop, state: .directory(stateDirectory), logger: logger)
-        (service, runtime) = factory.makeService(configuration)
+        channels = ChannelServer(definitions: configuration.channels, loop: loop, logger: logger)
+        let served = Self.openChannels(
+            configuration, server: channels, psmFile: ChannelPSMFile(directory: stateDirectory), logger: logger)
+        (service, runtime) = factory.makeService(served)
         application = try GattApplication(
-            configuration: configuration, service: service, connection: connection, logger: logger,
+            configuration: served, service: service, connection: connection, logger: logger,
             remembered: runtime.persistence?.savedHandles ?? AttributeHandles())
         session = BlueZSession(connection: connection, preferredAdapter: adapter, loop: loop, logger: logger)
         registrar = BlueZRegistrar(
@@ -75,21 +80,27 @@ final class Daemon {
         registrar.kernel = kernel
         advertiser.kernel = kernel
         centrals = CentralWatch(connection: connection, session: session, logger: logger)
+        service.centralAddress = { [unowned centrals] device in centrals.address(device: device) }
+        channels.devicePath = { [unowned centrals] address, type in centrals.device(address: address, addressType: type) }
         security = try Pairing(
             definition: configuration.security, connection: connection, session: session, loop: loop, logger: logger)
         let port = ControlPort(
             advertising: ControlPort.Advertising(advertiser), security: configuration.security,
             pairingWindow: security.controlWindow, centrals: ControlPort.Centrals(centrals),
             acquiredSockets: { [unowned application] id in application.acquiredSockets(of: id) },
-            sendToCentrals: { [unowned application] attribute, value, addresses in
-                application.send(attribute, value: value, to: addresses)
+            sendToCentrals: { [unowned application] attribute, value, targets in
+                application.send(attribute, value: value, to: targets)
             },
             centralSubscriptions: { [unowned application] in application.centralSubscriptions() },
             characteristicHandles: { [unowned application] in application.currentHandles.characteristics },
             confirmations: security.controlConfirmations)
         control = ControlManager(
-            configuration: configuration, service: service, port: port, connection: connection,
+            configuration: served, service: service, port: port, connection: connection,
             version: gattdVersion, logger: logger)
+        control.busName = controlBusName
+        control.channels = configuration.channels.isEmpty ? nil : channels
+        channels.takers = { [unowned control] channel in control.channelHandoff(channel) }
+        channels.onEvent = { [unowned control] event in control.channelEvent(event) }
         application.onCentralSubscription = { [unowned control] attribute, device, subscribed in
             control.centralSubscriptionEvent(attribute, device: device, subscribed: subscribed)
         }
@@ -97,7 +108,7 @@ final class Daemon {
 
     static func run(
         configuration: Configuration, configPath: String, adapter: String?, stateDirectory: String,
-        logLevel: Logger.Level
+        logLevel: Logger.Level, controlBusName: String = ControlNames.busName
     ) -> Int32 {
         let backend = LoggingBootstrap.choose(environment: LoggingBootstrap.processEnvironment())
         LoggingSystem.bootstrap { _ in
@@ -128,7 +139,8 @@ final class Daemon {
         do throws(DBusError) {
             daemon = try Daemon(
                 configuration: configuration, configPath: configPath, adapter: adapter,
-                stateDirectory: stateDirectory, loop: loop, connection: connection, logger: logger)
+                stateDirectory: stateDirectory, loop: loop, connection: connection, logger: logger,
+                controlBusName: controlBusName)
         } catch {
             logger.critical("cannot export the application", metadata: ["error": "\(error.name): \(error.message)"])
             return 1
@@ -175,7 +187,7 @@ final class Daemon {
         session.observe { [unowned registrar] in registrar.handle($0) }
         centrals.onEvent = { [unowned self] event in
             self.control.centralEvent(event)
-            if case .connected(let device, let address, _) = event {
+            if case .connected(let device, let address, _, _) = event {
                 self.security.centralConnected(device: device, address: address, centrals: self.centrals)
             }
         }
@@ -283,6 +295,7 @@ final class Daemon {
         notify { try self.systemd.stopping() }
         runtime.stop()
         service.writeHooks?.stop()
+        channels.stop()
         flushState()
         let deadline = loop.timer(after: .milliseconds(1500)) { [unowned self] in
             self.logger.warning("unregistering took too long; exiting anyway")

@@ -35,15 +35,16 @@ struct GattdCommand {
 
     /// `--doctor`: read, match, print; 1 when a problem was found.
     static func doctor(_ options: GattdOptions) -> Int32 {
-        let probe = DoctorProbe(
+        var probe = DoctorProbe(
             mainConfPath: options.mainConf, environment: LoggingBootstrap.processEnvironment())
+        probe.controlBusName = ControlNames.busName(instance: options.instance)
         let report = DoctorReport(facts: probe.run())
         print(options.json ? report.json : report.text)
         return report.foundProblem ? 1 : 0
     }
 
     func run() -> Int32 {
-        let path = options.config ?? defaultConfigPath()
+        let path = options.config ?? defaultConfigPath(instance: options.instance)
         let loaded: LoadedConfiguration
         switch ConfigurationFile.load(path: path) {
         case .success(let result):
@@ -73,18 +74,20 @@ struct GattdCommand {
             configuration: loaded.configuration, configPath: path, adapter: options.adapter ?? loaded.configuration.adapter,
             stateDirectory: StateStore.resolveDirectory(
                 environment: getenv("STATE_DIRECTORY").map { String(cString: $0) }, option: options.stateDir),
-            logLevel: level)
+            logLevel: level, controlBusName: ControlNames.busName(instance: options.instance))
         return code
     }
 }
 
-func defaultConfigPath() -> String {
+/// `gattd.json` (an instance's: `NAME.json`) in $CONFIGURATION_DIRECTORY, else in /etc/gattd.
+func defaultConfigPath(instance: String? = nil) -> String {
+    let file = (instance ?? "gattd") + ".json"
     if let directory = getenv("CONFIGURATION_DIRECTORY").map({ String(cString: $0) }), !directory.isEmpty {
         // systemd may pass several directories separated by ':'; ours is the first.
         let first = directory.split(separator: ":").first.map(String.init) ?? directory
-        return first + "/gattd.json"
+        return first + "/" + file
     }
-    return "/etc/gattd/gattd.json"
+    return "/etc/gattd/" + file
 }
 
 func printError(_ line: String) {

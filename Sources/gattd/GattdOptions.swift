@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: MIT
 
+import Control
+import ControlAPI
+
 /// gattd's command line. Hand-parsed: the daemon has six options, and leaving out an
 /// argument-parsing library keeps Foundation out of a binary whose memory counts on a
 /// small board (gattctl, an interactive tool, uses swift-argument-parser).
 struct GattdOptions: Equatable {
     var config: String?
     var adapter: String?
+    var instance: String?
     var stateDir: String?
     var logLevel = "info"
     var check = false
@@ -20,17 +24,20 @@ struct GattdOptions: Equatable {
     }
 
     static let usage = """
-        usage: gattd [--config FILE] [--adapter hciN] [--state-dir DIR] [--log-level LEVEL]
-               gattd --check [--config FILE]
-               gattd --doctor [--json] [--main-conf FILE]
+        usage: gattd [--instance NAME] [--config FILE] [--adapter hciN] [--state-dir DIR] [--log-level LEVEL]
+               gattd --check [--instance NAME] [--config FILE]
+               gattd --doctor [--instance NAME] [--json] [--main-conf FILE]
 
         Bluetooth LE peripheral daemon: serves a JSON-defined GATT application and its
         advertisements through BlueZ (bluetoothd) on the D-Bus system bus.
 
         options:
           --config FILE      the service definition (default: $CONFIGURATION_DIRECTORY/gattd.json,
-                             else /etc/gattd/gattd.json)
+                             else /etc/gattd/gattd.json; NAME.json with --instance)
           --adapter hciN     adapter to use (overrides the configuration's "adapter")
+          --instance NAME    one gattd of several (gattd@NAME.service, one per radio): the
+                             control API's bus name is org.gattd.NAME, the default definition
+                             NAME.json; with --doctor, ask that gattd
           --state-dir DIR    directory for state.json (default: $STATE_DIRECTORY, which wins,
                              else /var/lib/gattd)
           --log-level LEVEL  trace, debug, info, notice, warning, error or critical (default info)
@@ -76,6 +83,13 @@ struct GattdOptions: Equatable {
             switch argument {
             case "--config": options.config = try value()
             case "--adapter": options.adapter = try value()
+            case "--instance":
+                let name = try value()
+                guard ControlNames.isValidInstance(name) else {
+                    throw UsageError(
+                        message: "--instance \"\(name)\": letters, digits and _ only, not starting with a digit (org.gattd.NAME)")
+                }
+                options.instance = name
             case "--state-dir": options.stateDir = try value()
             case "--log-level": options.logLevel = try value()
             case "--check": try noValue(); options.check = true

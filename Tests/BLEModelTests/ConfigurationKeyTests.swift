@@ -28,7 +28,8 @@ struct ConfigurationKeyTests {
         "alias": (.restart, { $0.alias = "other" }),
         "services": (.children, { $0.services.append(ServiceDefinition(id: "second", uuid: otherUUID)) }),
         "advertisements": (.advertisements, { $0.advertisements[0].localName = "renamed" }),
-        "security": (.restart, { $0.security.bondedOnly = true })
+        "security": (.restart, { $0.security.bondedOnly = true }),
+        "channels": (.restart, { $0.channels.append(ChannelDefinition(id: "files", service: "svc")) })
     ]
     static let serviceChanges: [String: (ReloadClass, @Sendable (inout ServiceDefinition) -> Void)] = [
         "id": (.identity, { $0.id = "renamed" }),

@@ -46,15 +46,15 @@ struct CentralWatchTests {
         let device = try w.bluez.addDevice("AA:BB:CC:DD:EE:01", name: "phone")
         #expect(w.f.run { w.events.count == 1 })
         let path = device.path.rawValue
-        #expect(w.events == [.connected(device: path, address: "AA:BB:CC:DD:EE:01", name: "phone")])
+        #expect(w.events == [.connected(device: path, address: "AA:BB:CC:DD:EE:01", addressType: "public", name: "phone")])
         #expect(w.watch.connectedDevices == [path])
         try w.bluez.setConnected(device, false)
         #expect(w.f.run { w.events.count == 2 })
-        #expect(w.events.last == .disconnected(device: path, address: "AA:BB:CC:DD:EE:01", name: "phone"))
+        #expect(w.events.last == .disconnected(device: path, address: "AA:BB:CC:DD:EE:01", addressType: "public", name: "phone"))
         #expect(w.watch.connectedDevices.isEmpty)
         try w.bluez.setConnected(device, true)
         #expect(w.f.run { w.events.count == 3 })
-        #expect(w.events.last == .connected(device: path, address: "AA:BB:CC:DD:EE:01", name: "phone"))
+        #expect(w.events.last == .connected(device: path, address: "AA:BB:CC:DD:EE:01", addressType: "public", name: "phone"))
     }
 
     @Test("a connected central's Device1 removed counts as a disconnection")
@@ -65,7 +65,7 @@ struct CentralWatchTests {
         w.bluez.connection.unexport(device.path)
         #expect(w.f.run { w.events.count == 2 })
         #expect(
-            w.events.last == .disconnected(device: device.path.rawValue, address: "AA:BB:CC:DD:EE:02", name: nil))
+            w.events.last == .disconnected(device: device.path.rawValue, address: "AA:BB:CC:DD:EE:02", addressType: "public", name: nil))
     }
 
     @Test("centrals connected before gattd started are known, not announced; the adapter going disconnects them")
@@ -86,9 +86,53 @@ struct CentralWatchTests {
         #expect(
             w.events == [
                 .disconnected(
-                    device: "/org/bluez/hci0/dev_AA_BB_CC_DD_EE_03", address: "AA:BB:CC:DD:EE:03", name: "bonded")
+                    device: "/org/bluez/hci0/dev_AA_BB_CC_DD_EE_03", address: "AA:BB:CC:DD:EE:03", addressType: "public",
+                    name: "bonded")
             ])
         #expect(w.watch.connectedDevices.isEmpty)
+    }
+
+    @Test("a central that bonds over a private address keeps its object and is announced by its new address")
+    func privateAddressBecomesIdentity() throws {
+        let w = try Watched()
+        let rpa = "6E:0D:A0:33:2C:6E"
+        let identity = "00:AA:01:01:00:01"
+        let device = try w.bluez.addDevice(rpa, name: "phone", addressType: "random")
+        let path = device.path.rawValue
+        #expect(w.f.run { w.events.count == 1 })
+        #expect(w.events == [.connected(device: path, address: rpa, addressType: "random", name: "phone")])
+        try w.bluez.setIdentity(device, identity)
+        #expect(w.f.run { w.events.count == 2 })
+        #expect(
+            w.events.last
+                == .addressChanged(
+                    device: path, oldAddress: rpa, oldAddressType: "random", address: identity, addressType: "public",
+                    name: "phone"))
+        #expect(w.f.run { w.watch.isBonded(path) })
+        #expect(w.watch.connectedDevice(address: identity.lowercased()) == path)
+        #expect(w.watch.connectedDevice(address: rpa) == nil)
+        #expect(w.watch.address(device: path) == identity)
+        #expect(w.watch.bonds.map(\.address) == [identity])
+        try w.bluez.setConnected(device, false)
+        #expect(w.f.run { w.events.count == 3 })
+        #expect(w.events.last == .disconnected(device: path, address: identity, addressType: "public", name: "phone"))
+    }
+
+    @Test("two objects with one address (a phone paired again with a new IRK) are one bond: the connected one")
+    func twoObjectsOneAddress() throws {
+        let identity = "00:AA:01:01:00:02"
+        let w = try Watched { bluez in
+            try bluez.addDevice(identity, connected: false, paired: true, pathAddress: "7A:00:00:00:00:01")
+        }
+        let newer = try w.bluez.addDevice(identity, paired: true, pathAddress: "7A:00:00:00:00:02")
+        #expect(w.f.run { w.events.count == 1 })
+        let bonds = w.watch.bonds
+        #expect(bonds.map(\.address) == [identity])
+        #expect(bonds.first?.device == newer.path.rawValue && bonds.first?.connected == true)
+        #expect(
+            w.watch.devices(address: identity)
+                == ["/org/bluez/hci0/dev_7A_00_00_00_00_01", "/org/bluez/hci0/dev_7A_00_00_00_00_02"])
+        #expect(w.watch.connectedDevice(address: identity) == newer.path.rawValue)
     }
 
     @Test("Powered changes of the adapter are reported; devices of other adapters and other senders are not")

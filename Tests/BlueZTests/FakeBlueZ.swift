@@ -445,20 +445,23 @@ final class FakeDevice: DBusObject {
         DBusInterface(
             name: "org.bluez.Device1", methods: [DBusMethod("Disconnect")],
             properties: [
-                DBusProperty("Address", signature: "s"), DBusProperty("Name", signature: "s"),
+                DBusProperty("Address", signature: "s"), DBusProperty("AddressType", signature: "s"),
+                DBusProperty("Name", signature: "s"),
                 DBusProperty("Connected", signature: "b"), DBusProperty("Paired", signature: "b"),
                 DBusProperty("Bonded", signature: "b"), DBusProperty("Trusted", signature: "b")
             ])
     ]
     let path: ObjectPath
-    let address: String
+    var address: String
+    var addressType = "public"
     var name: String?
     var connected: Bool
     var paired: Bool
 
-    init(adapter: String, address: String, name: String?, connected: Bool, paired: Bool) {
+    /// At `dev_<pathAddress>` (bluetoothd's name for it when it first saw it), else `dev_<address>`.
+    init(adapter: String, address: String, pathAddress: String? = nil, name: String?, connected: Bool, paired: Bool) {
         self.address = address
-        self.path = objectPath("/org/bluez/\(adapter)/dev_" + address.replacing(":", with: "_"))
+        self.path = objectPath("/org/bluez/\(adapter)/dev_" + (pathAddress ?? address).replacing(":", with: "_"))
         self.name = name
         self.connected = connected
         self.paired = paired
@@ -467,6 +470,7 @@ final class FakeDevice: DBusObject {
     func property(_ name: String, interface: String) -> DBusValue? {
         switch name {
         case "Address": return .string(address)
+        case "AddressType": return .string(addressType)
         case "Name": return self.name.map(DBusValue.string)
         case "Connected": return .bool(connected)
         case "Paired", "Bonded": return .bool(paired)
@@ -482,11 +486,27 @@ extension FakeBlueZ {
     /// Exports a central's `Device1` under adapter `adapter` (an `InterfacesAdded` at `/`).
     @discardableResult
     func addDevice(
-        _ address: String, name: String? = nil, connected: Bool = true, paired: Bool = false, adapter: String = "hci0"
+        _ address: String, name: String? = nil, connected: Bool = true, paired: Bool = false, adapter: String = "hci0",
+        pathAddress: String? = nil, addressType: String = "public"
     ) throws -> FakeDevice {
-        let device = FakeDevice(adapter: adapter, address: address, name: name, connected: connected, paired: paired)
+        let device = FakeDevice(
+            adapter: adapter, address: address, pathAddress: pathAddress, name: name, connected: connected, paired: paired)
+        device.addressType = addressType
         try connection.export(device, at: device.path)
         return device
+    }
+
+    /// bluetoothd learned `device`'s identity (it bonded over a private address): `Address`
+    /// and `AddressType` change in one `PropertiesChanged`, the path stays, and it is bonded.
+    func setIdentity(_ device: FakeDevice, _ address: String, type: String = "public") throws {
+        device.address = address
+        device.addressType = type
+        device.paired = true
+        try connection.emitPropertiesChanged(
+            path: device.path, interface: "org.bluez.Device1",
+            changed: [("Address", .string(address)), ("AddressType", .string(type))])
+        try connection.emitPropertiesChanged(
+            path: device.path, interface: "org.bluez.Device1", changed: [("Paired", .bool(true)), ("Bonded", .bool(true))])
     }
 
     /// Flips `Connected` on `device` and says so with `PropertiesChanged(Device1)`.

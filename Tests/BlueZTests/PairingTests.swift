@@ -8,6 +8,9 @@ import Testing
 private let hci0: ObjectPath = "/org/bluez/hci0"
 private let agentPath: ObjectPath = "/org/gattd/agent"
 private let device = "/org/bluez/hci0/dev_00_11_22_33_44_66"
+/// The `Address` bluetoothd gives that object: a phone that bonded over the private address
+/// the path names (the agent must ask, never read the path).
+private let identity = "00:AA:01:01:00:09"
 
 extension BlueZFixture {
     func pairingWindow(_ policy: SecurityDefinition.Pairable) -> PairingWindow {
@@ -164,6 +167,7 @@ struct PairingAgentTests {
     private func startAgent(_ f: BlueZFixture, _ mode: SecurityDefinition.Pairing) throws -> (PairingAgent, FakeBlueZ) {
         let bluez = try f.startBlueZ()
         try bluez.addAgentManager()
+        try bluez.addDevice(identity, pathAddress: "00:11:22:33:44:66")
         let agent = PairingAgent(mode: mode, connection: f.connection, session: f.session, logger: quietLogger)
         try agent.start()
         agent.bluezAvailable(owner: bluez.uniqueName)
@@ -229,7 +233,7 @@ struct PairingAgentTests {
                 bluez.connection, "DisplayPasskey", [.objectPath(objectPath(device)), .uint32(4_321), .uint16(entered)])
             #expect(errorName(shown) == nil)
         }
-        #expect(events == [.passkey(device: device, address: "00:11:22:33:44:66", passkey: 4_321)])
+        #expect(events == [.passkey(device: device, address: identity, passkey: 4_321)])
         #expect(PairingAgent.format(passkey: 4_321) == "004321")
         let refused: [(String, [DBusValue])] = [
             ("RequestAuthorization", [.objectPath(objectPath(device))]),
@@ -255,6 +259,7 @@ struct PairingAgentTests {
         #expect(agent.registeredWith == nil)
         let second = try f.startBlueZ()
         try second.addAgentManager()
+        try second.addDevice(identity, pathAddress: "00:11:22:33:44:66")
         agent.bluezAvailable(owner: second.uniqueName)
         #expect(f.run { agent.registeredWith == second.uniqueName })
         #expect(second.calls.map(\.member) == ["RegisterAgent", "RequestDefaultAgent"])
@@ -262,6 +267,23 @@ struct PairingAgentTests {
         #expect(errorName(old) == "org.bluez.Error.Rejected")
         let new = try f.callAgent(second.connection, "RequestAuthorization", [.objectPath(objectPath(device))])
         #expect(errorName(new) == nil)
+    }
+
+    @Test("a central is named by the Address gattd knows, else bluetoothd's; one bluetoothd cannot name is refused")
+    func namedByAddress() throws {
+        let f = try BlueZFixture()
+        let (agent, bluez) = try startAgent(f, .displayPasskey)
+        agent.pairingAllowed = { true }
+        var events: [PairingAgent.Event] = []
+        agent.onEvent = { events.append($0) }
+        agent.centralAddress = { $0 == device ? "00:AA:01:01:00:0A" : nil }
+        _ = try f.callAgent(bluez.connection, "DisplayPasskey", [.objectPath(objectPath(device)), .uint32(1), .uint16(0)])
+        #expect(events == [.passkey(device: device, address: "00:AA:01:01:00:0A", passkey: 1)])
+        let unknown = "/org/bluez/hci0/dev_00_11_22_33_44_77"
+        let refused = try f.callAgent(
+            bluez.connection, "DisplayPasskey", [.objectPath(objectPath(unknown)), .uint32(2), .uint16(0)])
+        #expect(errorName(refused) == "org.bluez.Error.Rejected")
+        #expect(events.count == 1, "no passkey for a central nobody can name")
     }
 
     @Test("stop unregisters the agent and takes its object off the bus")

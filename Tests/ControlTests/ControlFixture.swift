@@ -100,7 +100,7 @@ final class ControlFixture {
         log.subscription = client.subscribe(
             sender: ControlNames.busName, path: ControlNames.managerPath, interface: ControlNames.managerInterface
         ) { message in
-            guard let arguments = try? message.arguments(), arguments.count == 3 else { return }
+            guard let arguments = try? message.arguments(), arguments.count >= 3 else { return }
             log.signals.append(
                 .init(
                     member: message.member ?? "", id: arguments[0].asString ?? "", value: arguments[1].asBytes ?? [],

@@ -44,3 +44,21 @@ struct ControlNameTests {
         #expect(fixture.status("LastError")?.asString == "bluetoothd refused the application on hci0: Failed")
     }
 }
+
+/// `gattd --instance NAME` (gattd@NAME.service): the bus name and what may be an instance.
+struct ControlInstanceNameTests {
+    @Test func anInstanceOwnsOrgGattdDotName() {
+        #expect(ControlNames.busName(instance: nil) == "org.gattd")
+        #expect(ControlNames.busName(instance: "") == "org.gattd")
+        #expect(ControlNames.busName(instance: "hci1") == "org.gattd.hci1")
+    }
+
+    @Test func instanceNamesAreOneBusNameElement() {
+        for good in ["hci0", "hci1", "phones", "_x", "A_9", String(repeating: "a", count: 64)] {
+            #expect(ControlNames.isValidInstance(good), "\(good)")
+        }
+        for bad in ["", "1hci", "hci-1", "hci.1", "a b", "é", String(repeating: "a", count: 65)] {
+            #expect(!ControlNames.isValidInstance(bad), "\(bad)")
+        }
+    }
+}

@@ -29,7 +29,7 @@ private final class FakeBlueZSide {
                 }),
             centrals: .init(
                 bonds: { [self.bond] },
-                device: { address in address.uppercased() == self.bond.address ? self.bond.device : nil },
+                devices: { address in address.uppercased() == self.bond.address ? [self.bond.device] : [] },
                 remove: { device, completion in
                     self.removed.append(device)
                     completion(nil)

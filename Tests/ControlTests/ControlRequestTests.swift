@@ -71,6 +71,23 @@ struct ControlRequestTests {
         }
     }
 
+    @Test func channelMethodsDecodeAndRefuseAnEmptyChannel() throws {
+        #expect(
+            try ControlRequest(member: "RegisterChannel", arguments: [.string("logs"), .objectPath("/taker")])
+                == .registerChannel(channel: "logs", object: "/taker"))
+        #expect(try ControlRequest(member: "UnregisterChannel", arguments: [.string("logs")]) == .unregisterChannel(channel: "logs"))
+        #expect(try ControlRequest(member: "ListChannels", arguments: []) == .listChannels)
+        #expect(throws: DBusError.invalidArgs("RegisterChannel: name a channel")) {
+            try ControlRequest(member: "RegisterChannel", arguments: [.string(""), .objectPath("/taker")])
+        }
+        #expect(throws: DBusError.invalidArgs("UnregisterChannel: name a channel")) {
+            try ControlRequest(member: "UnregisterChannel", arguments: [.string("")])
+        }
+        #expect(throws: DBusError.invalidArgs("RegisterChannel takes (so), got (s)")) {
+            try ControlRequest(member: "RegisterChannel", arguments: [.string("logs")])
+        }
+    }
+
     @Test func setValueWithOptionsNamesCentralsByAddress() throws {
         let centrals: DBusValue = .variantDictionary([
             ("centrals", .stringArray(["aa:bb:cc:dd:ee:ff", "00:11:22:33:44:55", "AA:BB:CC:DD:EE:FF"]))

@@ -76,7 +76,7 @@ struct WriteHookTests {
         defer { dir.remove() }
         let script = try dir.script(
             "hook",
-            "printf '%s %s %s %s %s %s' \"$GATT_VALUE_HEX\" \"$GATT_ID\" \"$GATT_UUID\" \"$GATT_DEVICE\" \"$GATT_OFFSET\" \"$#\" > \(dir.path)/env; cat > \(dir.path)/stdin"
+            "printf '%s %s %s %s %s %s %s' \"$GATT_VALUE_HEX\" \"$GATT_ID\" \"$GATT_UUID\" \"$GATT_DEVICE\" \"$GATT_DEVICE_PATH\" \"$GATT_OFFSET\" \"$#\" > \(dir.path)/env; cat > \(dir.path)/stdin"
         )
         let loop = try EventLoop()
         // Run through /bin/sh rather than exec'ing the fresh file: a child forked meanwhile by a
@@ -84,10 +84,12 @@ struct WriteHookTests {
         // file open for writing fails with ETXTBSY.
         let (runner, attribute) = try Self.runner(["/bin/sh", script], decides: false, loop: loop)
         let value: [UInt8] = [0x27, 0x3B, 0x0A, 0x00, 0xFF]  // ' ; newline NUL
-        runner.written(attribute, bytes: value, offset: 0, device: "/org/bluez/hci0/dev_X")
+        runner.written(attribute, bytes: value, offset: 0, device: "/org/bluez/hci0/dev_X", address: "00:AA:01:01:00:01")
         #expect(runner.runningCount("control") == 1)
         #expect(loop.run(until: { runner.runningCount("control") == 0 }, timeout: .seconds(10)))
-        #expect(dir.read("env") == "273b0a00ff control 00002a39-0000-1000-8000-00805f9b34fb /org/bluez/hci0/dev_X 0 0")
+        #expect(
+            dir.read("env")
+                == "273b0a00ff control 00002a39-0000-1000-8000-00805f9b34fb 00:AA:01:01:00:01 /org/bluez/hci0/dev_X 0 0")
         #expect(dir.bytes("stdin") == value)
     }
 

@@ -24,6 +24,11 @@ from fixtures import print_on_failure, private_bus, pytest_runtest_makereport, s
 from notify_socket import NotifySocket  # noqa: E402
 
 CONFIGS = os.path.join(HERE, "configs")
+# The gattd Python library (python/gattd) for this suite and every program it starts
+# (examples/*.py, config/examples/*/*.py import it as the package installs it).
+PYTHON_LIBRARY = os.path.join(REPO, "python")
+sys.path.insert(0, PYTHON_LIBRARY)
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [PYTHON_LIBRARY, os.environ.get("PYTHONPATH")]))
 
 
 def pytest_configure(config):

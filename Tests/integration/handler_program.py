@@ -9,7 +9,8 @@
 this program's reads (a long read must come back as one answer, not pieces of two).
 
 Prints `registered` once RegisterHandler succeeded (or `refused NAME: MESSAGE` and exits 3),
-and `read ID offset=N` / `write ID HEX reply=B offset=N` as each request arrives, before it
+and `read ID offset=N` / `write ID HEX reply=B offset=N address=A device=P` as each request
+arrives, before it
 answers.
 """
 
@@ -69,8 +70,9 @@ class Handler(dbus.service.Object):
 
     @dbus.service.method("org.gattd.Handler1", in_signature="saya{sv}", out_signature=None)
     def Write(self, characteristic, value, request):
-        print("write %s %s reply=%s offset=%d"
-              % (characteristic, bytes(value).hex(), bool(request.get("expects-reply")), request.get("offset", 0)),
+        print("write %s %s reply=%s offset=%d address=%s device=%s"
+              % (characteristic, bytes(value).hex(), bool(request.get("expects-reply")), request.get("offset", 0),
+                 request.get("address", ""), request.get("device", "")),
               flush=True)
         self._fail(characteristic)
         if characteristic in self.wrong_type:

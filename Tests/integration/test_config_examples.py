@@ -190,3 +190,90 @@ def test_uart_bridge_resends_what_a_full_queue_refused(start_gattd, standin, pri
         assert bridge.proc.wait(10) == 0, "the bridge exits with the program's status"
     finally:
         bridge.stop()
+
+
+def wifi_program(start_gattd, standin, private_bus, tmp_path, *options, env=None):
+    """gattd serving wifi-provisioning-program.json and wifi-provisioning.py deciding its
+    writes; returns (program, credentials path, status path)."""
+    from harness import Child
+    start_gattd(os.path.join(EXAMPLES, "wifi-provisioning", "wifi-provisioning-program.json"))
+    standin.call("WaitForApplication", WAIT_MS)
+    program = Child(["/usr/bin/python3", os.path.join(EXAMPLES, "wifi-provisioning", "wifi-provisioning.py"),
+                     *options], env_extra=dict(env or {}, DBUS_SYSTEM_BUS_ADDRESS=private_bus.address),
+                    log=open(str(tmp_path / "program.log"), "a"))
+    assert program.wait_for_line("wifi-provisioning: serving", 10)
+    attributes = standin.call("Attributes")
+    credentials, status = (one_by_uuid(attributes, wifi_uuid(n))["path"] for n in (3, 4))
+    standin.call("SetSecurity", dbus.Byte(SECURITY_MEDIUM))
+    return program, credentials, status
+
+
+def wifi_write(standin, credentials, value):
+    return int(standin.call("WriteAtt", credentials, dbus.ByteArray(value), dbus.UInt16(0), MTU, DEVICE, False))
+
+
+def test_wifi_program_writes_a_wpa_supplicant_file(start_gattd, standin, private_bus, tmp_path):
+    directory = tmp_path / "wpa"
+    directory.mkdir()
+    program, credentials, status = wifi_program(start_gattd, standin, private_bus, tmp_path,
+                                                "--wpa-dir", str(directory), "--interface", "wlan1")
+    try:
+        read = lambda: bytes(standin.call("Read", status, dbus.UInt16(0), MTU, DEVICE))  # noqa: E731
+        assert read() == b"not configured", "answered by the program"
+        standin.call("Subscribe", status, DEVICE)
+        assert wifi_write(standin, credentials, b"HomeNet") == 0x81, "no newline"
+        assert wifi_write(standin, credentials, b"HomeNet\nshort") == 0x81, "WPA passphrases have 8 to 63"
+        assert wifi_write(standin, credentials, b"\xff\xfe\nsecret123") == 0x81, "not UTF-8"
+        assert os.listdir(str(directory)) == [], "nothing written for a refused value"
+        assert wifi_write(standin, credentials, b"Cafe: Free\nopen sesame") == 0
+        written = directory / "wpa_supplicant-wlan1.conf"
+        text = written.read_text()
+        assert "ssid=%s\n" % b"Cafe: Free".hex() in text
+        # wpa_passphrase's PSK: PBKDF2-HMAC-SHA1(passphrase, SSID, 4096, 32), never the passphrase.
+        import hashlib
+        assert "psk=%s\n" % hashlib.pbkdf2_hmac("sha1", b"open sesame", b"Cafe: Free", 4096, 32).hex() in text
+        assert "open sesame" not in text and oct(written.stat().st_mode & 0o777) == "0o600"
+        assert read() == b"configured Cafe: Free"
+        wait_until(lambda: b"configured Cafe: Free" in [bytes(v) for v in standin.call("Notifications", status)],
+                   "the status notification")
+        # The directory replaced by a file: the write cannot be saved, 0x80, the old file kept.
+        directory.rename(tmp_path / "wpa-old")
+        directory.write_text("")
+        assert wifi_write(standin, credentials, b"Other\npassword9") == 0x80
+        assert program.wait_for_line("wifi: cannot write %s" % written, 5)
+        assert (tmp_path / "wpa-old" / "wpa_supplicant-wlan1.conf").read_text() == text
+        printed = "\n".join(program.out.lines)
+        assert "Cafe: Free applied for" in printed
+        assert "open sesame" not in printed and "password9" not in printed, "the passphrase is never printed"
+    finally:
+        program.stop()
+
+
+def test_wifi_program_applies_through_nmcli(start_gattd, standin, private_bus, tmp_path):
+    state = tmp_path / "nmcli"
+    state.mkdir()
+    (state / "networks").write_text("HomeNet\tsecret123\nCafe: Free\topen sesame\n")
+    env = {"PATH": STANDIN_BIN + ":" + os.environ["PATH"], "NMCLI_STANDIN_STATE": str(state)}
+    program, credentials, status = wifi_program(start_gattd, standin, private_bus, tmp_path, env=env)
+    try:
+        read = lambda: bytes(standin.call("Read", status, dbus.UInt16(0), MTU, DEVICE))  # noqa: E731
+        assert read() == b"disconnected"
+        assert wifi_write(standin, credentials, b"HomeNet\nwrong pass") == 0x80, "nmcli refused it"
+        assert program.wait_for_line("HomeNet from %s: nmcli failed: Error: Connection activation failed" % DEVICE, 5)
+        assert wifi_write(standin, credentials, b"Cafe: Free\nopen sesame") == 0
+        calls = [c.split("\n") for c in (state / "calls").read_text().split("\n\n") if c.startswith("--wait")]
+        assert calls == [["--wait", "8", "device", "wifi", "connect", "HomeNet", "password", "wrong pass"],
+                         ["--wait", "8", "device", "wifi", "connect", "Cafe: Free", "password", "open sesame"]]
+        assert read() == b"connected Cafe: Free"
+    finally:
+        program.stop()
+
+
+def test_wifi_program_gone_refuses_credentials(start_gattd, standin, private_bus, tmp_path):
+    """Fail closed: with the program stopped, nobody decides the write; gattd refuses it."""
+    directory = tmp_path / "wpa"
+    directory.mkdir()
+    program, credentials, _ = wifi_program(start_gattd, standin, private_bus, tmp_path, "--wpa-dir", str(directory))
+    program.stop()
+    assert wifi_write(standin, credentials, b"HomeNet\nsecret123") == 0x80
+    assert os.listdir(str(directory)) == []

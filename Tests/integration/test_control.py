@@ -134,10 +134,12 @@ def start_watch(gattctl, *args):
 def test_watch_shows_a_centrals_write_and_every_change(gattd, standin, gattctl):
     watch = start_watch(gattctl)
     try:
+        # The central by the Address bluetoothd gives its object, and the object beside it.
+        assert standin.call("SetDeviceConnected", "hci0", "00:11:22:33:44:55", True) == DEVICE
         path = path_of(standin, DEVICE_LABEL)
         standin.call("Write", path, dbus.ByteArray(b"hi"), dbus.UInt16(0), MTU, DEVICE, False)
         line = watch.wait_for_line("written device-label", 10)
-        assert line == 'written device-label 6869 "hi" device=%s' % DEVICE
+        assert line == 'written device-label 6869 "hi" address=00:11:22:33:44:55 device=%s' % DEVICE
         assert watch.wait_for_line("changed device-label", 10) == 'changed device-label 6869 "hi" origin=central'
         # The same bytes again: a write, but no change.
         standin.call("Write", path, dbus.ByteArray(b"hi"), dbus.UInt16(0), MTU, DEVICE, False)
@@ -155,11 +157,12 @@ def test_watch_shows_a_centrals_write_and_every_change(gattd, standin, gattctl):
 def test_watch_json_lines(gattd, standin, gattctl):
     watch = start_watch(gattctl, "--json")
     try:
+        standin.call("SetDeviceConnected", "hci0", "00:11:22:33:44:55", True)
         standin.call("Write", path_of(standin, DEVICE_LABEL), dbus.ByteArray(b"\xff"), dbus.UInt16(0), MTU,
                      DEVICE, False)
         line = watch.wait_for_line('"written"', 10)
         assert json.loads(line) == {"event": "written", "id": "device-label", "hex": "ff", "utf8": None,
-                                    "device": DEVICE}
+                                    "address": "00:11:22:33:44:55", "device": DEVICE}
     finally:
         watch.stop()
 

@@ -87,8 +87,13 @@ def test_example_answers_each_read_with_a_fresh_reading_and_decides_writes(gattd
     sensor.write_text("22340\n")
     assert read_att(standin, "2a6e") == (0, struct.pack("<h", 2234)), "a fresh reading, not a stored one"
     setpoint = "12345678-1234-5678-1234-56789abc8002"
+    # A phone that bonded over a private address: its object keeps the path of that address,
+    # the handler hears the identity bluetoothd gives it now.
+    standin.call("SetDeviceConnected", "hci0", "00:11:22:33:44:55", True)
+    standin.call("SetDeviceIdentity", DEVICE, "00:AA:01:01:00:01", "public", True)
     assert write_att(standin, setpoint, struct.pack("<h", 2500)) == 0
-    assert handler.wait_for_line("setpoint 25.00 C from %s" % DEVICE, 5)
+    assert handler.wait_for_line("setpoint 25.00 C from 00:AA:01:01:00:01", 5), \
+        "the central by the identity bluetoothd gives it, not by its object path"
     assert read_att(standin, setpoint) == (0, struct.pack("<h", 2500)), \
         "the program took only setpoint's writes: its reads are gattd's stored value"
     assert write_att(standin, setpoint, struct.pack("<h", 5000)) == 0x80, "handler.json's accept rule: 0x80"
@@ -114,8 +119,9 @@ def test_example_registers_again_when_gattd_comes_back(gattd, standin, program, 
     sensor.write_text("23000\n")
     assert read_att(standin, "2a6e") == (0, struct.pack("<h", 2300)), "the program serves reads again"
     setpoint = "12345678-1234-5678-1234-56789abc8002"
+    standin.call("SetDeviceConnected", "hci0", "00:11:22:33:44:55", True)  # a central bluetoothd names
     assert write_att(standin, setpoint, struct.pack("<h", 1800)) == 0
-    assert handler.wait_for_line("setpoint 18.00 C from %s" % DEVICE, 5), "and decides writes again"
+    assert handler.wait_for_line("setpoint 18.00 C from 00:11:22:33:44:55", 5), "and decides writes again"
 
 
 def test_example_waits_for_gattd_at_start(gattd, standin, program):

@@ -160,7 +160,7 @@ def hook_config(tmp_path):
                          "decides": True, "timeoutMs": 5000}},
             {"id": "log", "uuid": "12345678-1234-5678-1234-56789abc6102", "flags": ["read", "write"],
              "maxLength": 8, "persist": False,
-             "onWrite": {"argv": ["/bin/sh", "-c", "{ printf '%s %s ' \"$GATT_ID\" \"$GATT_DEVICE\"; cat; } > \"$1\"",
+             "onWrite": {"argv": ["/bin/sh", "-c", "{ printf '%s %s %s ' \"$GATT_ID\" \"$GATT_DEVICE\" \"$GATT_DEVICE_PATH\"; cat; } > \"$1\"",
                                   "sh", str(written)]}},
         ]}],
     }
@@ -225,6 +225,7 @@ def test_hook_gets_the_value_on_stdin_after_the_write(start_gattd, standin, hook
     start(start_gattd, standin, config)
     log = path_of(standin, "12345678-1234-5678-1234-56789abc6102")
     value = b"a;$(x)\n"
+    standin.call("SetDeviceConnected", "hci0", "00:11:22:33:44:55", True)
     standin.call("Write", log, dbus.ByteArray(value), dbus.UInt16(0), MTU, DEVICE, False)
     # The hook runs after the reply; a read round trip cannot order it, so wait for its file.
     import time
@@ -232,7 +233,8 @@ def test_hook_gets_the_value_on_stdin_after_the_write(start_gattd, standin, hook
     while not (written.exists() and written.read_bytes().endswith(value)):
         assert time.monotonic() < deadline, "the hook did not write its file"
         time.sleep(0.01)
-    assert written.read_bytes() == b"log " + DEVICE.encode() + b" " + value
+    # GATT_DEVICE: the central's address as bluetoothd gives it; GATT_DEVICE_PATH: its object.
+    assert written.read_bytes() == b"log 00:11:22:33:44:55 " + DEVICE.encode() + b" " + value
 
 
 def test_started_with_descriptors_0_to_2_closed_it_serves(start_gattd, standin, hook_config):

@@ -191,7 +191,8 @@ def test_bonds_list_remove_and_bonded_only(start_gattd, standin, private_bus):
     wait_until(lambda: run_gattctl(private_bus, "bonds").stdout.strip() == "00:11:22:33:44:55 - bonded connected", 10,
                "gattctl bonds to list the bonded central")
     listed = json.loads(run_gattctl(private_bus, "bonds", "--json").stdout)
-    assert listed == [{"address": "00:11:22:33:44:55", "name": None, "paired": True, "bonded": True,
+    assert listed == [{"address": "00:11:22:33:44:55", "addressType": "public", "name": None, "paired": True,
+                       "bonded": True,
                        "trusted": False, "connected": True}]
     # Pairing closes (3 s); a stranger that connects now is dropped, the bonded one stays.
     w = watch_events(private_bus)

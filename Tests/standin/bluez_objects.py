@@ -283,11 +283,14 @@ class DeviceObject(PropertiesObject):
     Only what a peripheral daemon watches and does is modelled.
     """
 
-    def __init__(self, conn, daemon, adapter_path, address):
-        super().__init__(conn, "%s/dev_%s" % (adapter_path, address.replace(":", "_")))
+    def __init__(self, conn, daemon, adapter_path, address, address_type="public", path_address=None):
+        # bluetoothd names the object after the address it first saw (dev_<RPA> for a phone
+        # that connected from a private address) and keeps that path when Address changes.
+        super().__init__(conn, "%s/dev_%s" % (adapter_path, (path_address or address).replace(":", "_")))
         self.daemon = daemon
         self.props[DEVICE1] = {
             "Address": dbus.String(address),
+            "AddressType": dbus.String(address_type),
             "Adapter": dbus.ObjectPath(adapter_path),
             "Connected": dbus.Boolean(False),
             "Paired": dbus.Boolean(False),

@@ -344,6 +344,45 @@ class ControlObject(dbus.service.Object):
         device.update(bluez_objects.DEVICE1, Paired=dbus.Boolean(bool(bonded)), Bonded=dbus.Boolean(bool(bonded)))
         return dbus.ObjectPath(device.path)
 
+    @dbus.service.method(IFACE, in_signature="ssssbb", out_signature="o")
+    def AddDevice(self, adapter, path_address, address, address_type, connected, bonded):
+        """A Device1 at dev_<path_address> with Address `address` and AddressType
+        `address_type` (a phone first seen at a private address: that address, "random"),
+        even when another object has that Address already (bluetoothd after a re-pair with
+        a new IRK, or after a restart: dev_<identity>)."""
+        import bluez_objects
+        device = self.d.add_device(str(adapter), str(address), str(address_type), str(path_address))
+        device.update(bluez_objects.DEVICE1, Paired=dbus.Boolean(bool(bonded)), Bonded=dbus.Boolean(bool(bonded)))
+        device.update(bluez_objects.DEVICE1, Connected=dbus.Boolean(bool(connected)))
+        self.d.log("device %s added Address=%s" % (device.path, address))
+        return dbus.ObjectPath(device.path)
+
+    @dbus.service.method(IFACE, in_signature="ossb", out_signature="")
+    def SetDeviceIdentity(self, path, address, address_type, bond):
+        """bluetoothd learned the identity of the central at `path` (it bonded over a private
+        address: new_irk_callback/device_update_addr): Address and AddressType change in one
+        PropertiesChanged, the path stays; with `bond`, Paired and Bonded follow."""
+        import bluez_objects
+        device = self.d.devices.get(str(path))
+        if device is None:
+            raise control_error("no device %s" % path)
+        device.update(bluez_objects.DEVICE1, Address=dbus.String(str(address)),
+                      AddressType=dbus.String(str(address_type)))
+        if bond:
+            device.update(bluez_objects.DEVICE1, Paired=dbus.Boolean(True), Bonded=dbus.Boolean(True))
+        self.d.log("device %s Address=%s" % (device.path, address))
+
+    @dbus.service.method(IFACE, in_signature="ob", out_signature="")
+    def SetPathConnected(self, path, connected):
+        """The central at object `path` connects or disconnects (a bonded phone returning
+        from a new private address lands on the object of its bond)."""
+        import bluez_objects
+        device = self.d.devices.get(str(path))
+        if device is None:
+            raise control_error("no device %s" % path)
+        device.update(bluez_objects.DEVICE1, Connected=dbus.Boolean(bool(connected)))
+        self.d.log("device %s Connected=%s" % (device.path, bool(connected)))
+
     @dbus.service.method(IFACE, in_signature="", out_signature="a(sssb)")
     def Agents(self):
         """(owner, path, capability, is default) of every registered agent."""
@@ -360,12 +399,26 @@ class ControlObject(dbus.service.Object):
             error(control_error("no default agent"))
             return
         path, _ = b.agents[b.default_agent]
+        # bluetoothd asks an agent only about a device it has an object for (the central
+        # that is pairing): one named by its stand-in path is made, connected, if new.
+        if args and isinstance(args[0], dbus.ObjectPath) and str(args[0]) not in self.d.devices:
+            self._connected_at(str(args[0]))
         msg = dbus.lowlevel.MethodCallMessage(b.default_agent, path, "org.bluez.Agent1", str(member))
         if signature:
             msg.append(signature=str(signature), *list(args))
         self.d.log("agent call %s(%s)" % (member, ", ".join(str(a) for a in args)))
         self.connection.send_message_with_reply(
             msg, _AgentReply(reply, error), require_main_loop=True)
+
+    def _connected_at(self, path):
+        """A connected Device1 at `path` = /org/bluez/<adapter>/dev_<address>, the stand-in's
+        own way of naming a new one."""
+        import bluez_objects
+        adapter, _, leaf = path[len("/org/bluez/"):].partition("/")
+        if adapter not in self.d.adapters or not leaf.startswith("dev_"):
+            return
+        device = self.d.add_device(adapter, leaf[4:].replace("_", ":"))
+        device.update(bluez_objects.DEVICE1, Connected=dbus.Boolean(True))
 
     @dbus.service.method(IFACE, in_signature="s", out_signature="")
     def RemoveAdapter(self, name):

@@ -76,15 +76,30 @@ class Daemon:
                 + [self.devices[p] for p in sorted(self.devices)])
 
     def device(self, adapter_name, address):
-        """The Device1 object of `address` under the adapter, created (InterfacesAdded) if new."""
+        """The Device1 object whose Address is `address` under the adapter (the connected one
+        when two share it), created at dev_<address> (InterfacesAdded) if there is none."""
         adapter = self.adapters.get(adapter_name)
         if adapter is None:
             raise bluez_objects.bluez_error("DoesNotExist", "no adapter %s" % adapter_name)
-        path = "%s/dev_%s" % (adapter.path, address.replace(":", "_"))
-        device = self.devices.get(path)
-        if device is None:
-            device = self.devices[path] = bluez_objects.DeviceObject(self.bus, self, adapter.path, address)
-            self.root.InterfacesAdded(dbus.ObjectPath(path), dbus.Dictionary(device.managed(), signature="sa{sv}"))
+        same = [d for p, d in sorted(self.devices.items())
+                if p.startswith(adapter.path + "/")
+                and str(d.props[bluez_objects.DEVICE1]["Address"]).upper() == address.upper()]
+        if same:
+            return sorted(same, key=lambda d: bool(d.props[bluez_objects.DEVICE1]["Connected"]))[-1]
+        return self.add_device(adapter_name, address)
+
+    def add_device(self, adapter_name, address, address_type="public", path_address=None):
+        """A new Device1 (InterfacesAdded) at dev_<path_address or address>, even when another
+        object has the same Address (bluetoothd after a phone paired again with a new IRK)."""
+        adapter = self.adapters.get(adapter_name)
+        if adapter is None:
+            raise bluez_objects.bluez_error("DoesNotExist", "no adapter %s" % adapter_name)
+        device = bluez_objects.DeviceObject(self.bus, self, adapter.path, address, address_type, path_address)
+        if device.path in self.devices:
+            device.remove_from_connection()
+            raise bluez_objects.bluez_error("AlreadyExists", "%s exists" % device.path)
+        self.devices[device.path] = device
+        self.root.InterfacesAdded(dbus.ObjectPath(device.path), dbus.Dictionary(device.managed(), signature="sa{sv}"))
         return device
 
     def remove_device(self, adapter, path, sender):

@@ -11,7 +11,8 @@ scenarios/gattd-programs.sh with configs/programs.json:
      the central reads the value it wrote before the kill;
   2. a read of `reading` is answered by the handler program (its bytes, not the stored
      value); a write to `gate` is refused by the handler with application error 0x81,
-     which reaches the central as BlueZ reports ATT errors.
+     which reaches the central as BlueZ reports ATT errors; after gattd's restart (3) the
+     handler, registered again by itself, answers `reading` again.
 
 usage: programs.py --gattctl PATH [--adapter hci1] [--peer ADDR]
 """
@@ -89,16 +90,21 @@ def plan(args):
     def note_again():
         for p, ifaces in central.objects().items():
             c = ifaces.get('org.bluez.GattCharacteristic1')
-            if c and str(c['UUID']).lower() == full_uuid(NOTE) and str(p).startswith(path + '/'):
-                found['note'] = str(p)
-                return True
-        return False
+            if c and str(p).startswith(path + '/'):
+                for name, uuid in (('note', NOTE), ('reading', READING)):
+                    if str(c['UUID']).lower() == full_uuid(uuid):
+                        found[name] = str(p)
+        return 'note' in found and 'reading' in found
     found = {}
     central.pump_until(note_again, 60, 'the note characteristic after gattd came back')
     value = central.read(found['note'])
     if value != b'before the kill':
         raise CheckFailed('after the SIGKILL and restart note reads %r, expected b"before the kill"' % value)
     step('after gattd\'s SIGKILL and restart the central reads note = "before the kill" (saved before the write was answered)')
+    value = central.read(found['reading'])
+    if value != b'from the handler':
+        raise CheckFailed('after gattd\'s restart reading = %r: the handler program did not serve again' % value)
+    step('after gattd\'s restart reading = "from the handler": the program registered again by itself')
     central.disconnect(path)
     step('disconnected')
 

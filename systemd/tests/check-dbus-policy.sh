@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# Checks systemd/org.gattd.conf on a private dbus-daemon with a system-like default policy,
+# Checks systemd/org.gattd.conf (and org.gattd.instances.conf, for gattd@NAME's
+# org.gattd.NAME) on a private dbus-daemon with a system-like default policy,
 # with users created from systemd/gattd.sysusers. Runs, as root, inside a private mount
 # namespace where /etc/passwd and /etc/group are replaced by temporary copies, so the
 # host's accounts are never touched. Clients run under other uids through setpriv.
@@ -60,6 +61,7 @@ cat > "$work/bus.conf" <<CONF
     <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
   </policy>
   <include>$unitdir/org.gattd.conf</include>
+  <include>$unitdir/org.gattd.instances.conf</include>
 </busconfig>
 CONF
 
@@ -83,7 +85,7 @@ dbus-daemon --config-file="$work/bus.conf" --nofork --nopidfile --print-address=
 daemon_pid=$!
 # The fifo yields the address once the bus listens, or EOF if dbus-daemon exits first.
 address=$(timeout 10 head -n 1 "$work/address" || true)
-check "dbus-daemon accepts org.gattd.conf" "unix:path=" "$address $(cat "$work/daemon.log")"
+check "dbus-daemon accepts org.gattd.conf and org.gattd.instances.conf" "unix:path=" "$address $(cat "$work/daemon.log")"
 
 check "nobody may not own org.gattd" "denied" "$(as nobody /usr/bin/python3 "$here/policy-service.py" "unix:path=$work/bus")"
 
@@ -147,6 +149,44 @@ check "nobody does not receive ValueChanged" "no ValueChanged" "$(listen nobody)
 # The unit sets PrivateNetwork=yes: a file-system AF_UNIX socket stays reachable from a
 # new network namespace (only abstract sockets are per-namespace).
 check "bus reachable with PrivateNetwork" '"pong"' "$(unshare --net setpriv --reuid=gattdop --regid=gattdop --init-groups -- dbus-send --bus="unix:path=$work/bus" --print-reply --dest=org.gattd /org/gattd/app/char0 org.gattd.Test1.Ping 2>&1)"
+
+# Instances (gattd@hci1): the same rules for org.gattd.hci1.
+check "nobody may not own org.gattd.hci1" "denied" "$(as nobody /usr/bin/python3 "$here/policy-service.py" "unix:path=$work/bus" --name org.gattd.hci1)"
+check "gattd may not own org.gattdx (a prefix is a whole name element)" "denied" "$(as gattd /usr/bin/python3 "$here/policy-service.py" "unix:path=$work/bus" --name org.gattdx)"
+mkfifo "$work/instance.out"
+setpriv --reuid=gattd --regid=gattd --init-groups -- /usr/bin/python3 "$here/policy-service.py" "unix:path=$work/bus" --name org.gattd.hci1 >"$work/instance.out" 2>&1 &
+instance_pid=$!
+check "gattd owns org.gattd.hci1" "ready" "$(timeout 10 head -n 1 "$work/instance.out" || echo "no output")"
+instance() { # user method [args...]: a call to the instance
+    user=$1; method=$2; path=$3; shift 3
+    as "$user" dbus-send --bus="unix:path=$work/bus" --print-reply --reply-timeout=5000 \
+        --dest=org.gattd.hci1 "$path" "$method" "$@"
+}
+check "root calls org.gattd.hci1's Manager1" "policy-test" "$(instance root org.gattd.Manager1.GetStatus /org/gattd)"
+check "group gattd calls org.gattd.hci1's Manager1" "policy-test" "$(instance gattdop org.gattd.Manager1.GetStatus /org/gattd)"
+check "group gattd may not read org.gattd.hci1's GATT values" "AccessDenied" "$(instance gattdop org.bluez.GattCharacteristic1.ReadValue /org/gattd/app/char0 dict:string:string:)"
+check "root (bluetoothd) reads org.gattd.hci1's GATT values" "array of bytes" "$(instance root org.bluez.GattCharacteristic1.ReadValue /org/gattd/app/char0 dict:string:string:)"
+check "nobody may not call org.gattd.hci1's Manager1" "AccessDenied" "$(instance nobody org.gattd.Manager1.GetStatus /org/gattd)"
+check "nobody may introspect org.gattd.hci1" "<node" "$(instance nobody org.freedesktop.DBus.Introspectable.Introspect /org/gattd)"
+listen_instance() { # user -> the listener's verdict on org.gattd.hci1's signals
+    fifo="$work/listen-instance.$1"
+    mkfifo "$fifo"
+    setpriv --reuid="$1" --regid="$(id -g "$1")" --init-groups -- \
+        /usr/bin/python3 "$here/policy-listener.py" "unix:path=$work/bus" org.gattd.hci1 >"$fifo" 2>&1 &
+    listener=$!
+    exec 4<"$fifo"
+    read -r state <&4 || state="no output"
+    if [ "$state" = listening ]; then
+        instance root org.gattd.Test1.Emit /org/gattd >/dev/null
+        read -r state <&4 || state="no verdict"
+    fi
+    exec 4<&-
+    wait "$listener" 2>/dev/null || true
+    printf '%s' "$state"
+}
+check "group gattd receives org.gattd.hci1's ValueChanged" "received ValueChanged" "$(listen_instance gattdop)"
+check "nobody does not receive org.gattd.hci1's ValueChanged" "no ValueChanged" "$(listen_instance nobody)"
+kill "$instance_pid" 2>/dev/null || true
 
 [ "$failures" = 0 ] && echo "all policy checks passed" || echo "$failures policy check(s) failed"
 exit "$failures"

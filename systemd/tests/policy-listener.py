@@ -4,7 +4,8 @@
 org.gattd.Manager1.ValueChanged and org.gattd.Test1.Marker from org.gattd, prints
 "listening" once the match rules are in place, then, when Marker arrives, "received
 ValueChanged" or "no ValueChanged" (the bus delivers one sender's signals in order, so
-Marker arriving first proves ValueChanged was withheld) and exits."""
+Marker arriving first proves ValueChanged was withheld) and exits. argv[2], when given, is
+the sender's name instead of org.gattd (an instance)."""
 import sys
 
 import dbus
@@ -26,8 +27,9 @@ def marker(*_):
     loop.quit()
 
 
-bus.add_signal_receiver(changed, "ValueChanged", "org.gattd.Manager1", "org.gattd", "/org/gattd")
-bus.add_signal_receiver(marker, "Marker", "org.gattd.Test1", "org.gattd", "/org/gattd")
+sender = sys.argv[2] if len(sys.argv) > 2 else "org.gattd"
+bus.add_signal_receiver(changed, "ValueChanged", "org.gattd.Manager1", sender, "/org/gattd")
+bus.add_signal_receiver(marker, "Marker", "org.gattd.Test1", sender, "/org/gattd")
 # A round trip: the bus has processed the AddMatch calls sent before it.
 bus.call_blocking("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId", "", [])
 print("listening", flush=True)

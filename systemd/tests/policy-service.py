@@ -5,7 +5,8 @@ and exports /org/gattd/app/char0 with org.gattd.Test1.Ping and a GATT ReadValue,
 /org/gattd with org.gattd.Manager1.GetStatus and org.gattd.Test1.Emit (emits
 Manager1.ValueChanged, then Test1.Marker). Prints "ready" once the name is owned, "denied"
 if owning it is refused. With --handler: owns no name, exports /test/handler with
-org.gattd.Handler1.Read (a program's handler) and prints its unique name."""
+org.gattd.Handler1.Read (a program's handler) and prints its unique name. With
+--name NAME: owns NAME instead of org.gattd (an instance, org.gattd.hci1)."""
 import sys
 
 import dbus
@@ -55,12 +56,13 @@ class Handler(dbus.service.Object):
 
 DBusGMainLoop(set_as_default=True)
 bus = dbus.bus.BusConnection(sys.argv[1])
+bus_name = sys.argv[3] if sys.argv[2:3] == ["--name"] else "org.gattd"
 if sys.argv[2:] == ["--handler"]:  # a program that registers a handler: no name, its own object
     handler = Handler(bus, "/test/handler")
     print(bus.get_unique_name(), flush=True)
     GLib.MainLoop().run()
 try:
-    name = dbus.service.BusName("org.gattd", bus, do_not_queue=True)
+    name = dbus.service.BusName(bus_name, bus, do_not_queue=True)
 except dbus.exceptions.DBusException as error:
     print("denied" if "AccessDenied" in error.get_dbus_name() else "error " + str(error), flush=True)
     sys.exit(1)

@@ -107,6 +107,8 @@ public struct DoctorFacts: Sendable {
         public var advertisements: [(id: String, state: String)]
         public var advertising: [String]
         public var lastError: String?
+        /// Channels of the definition that do not listen, with why (`ListChannels`' `Error`).
+        public var channelErrors: [(id: String, error: String)] = []
 
         public init(running: Bool, note: String? = nil) {
             self.running = running

@@ -34,6 +34,7 @@ extension KnownProblems {
         }
         var findings = table.compactMap { match($0, facts) }
         findings += plainFindings(facts, matched: findings, table: table)
+        findings += channelFindings(facts)
         return findings
     }
 
@@ -73,6 +74,24 @@ extension KnownProblems {
         return DoctorFinding(
             id: row.id, severity: row.severity, certainty: certain ? .certain : .possible, summary: row.summary,
             evidence: evidence.joined(separator: "; "), remedy: row.remedy, references: row.references)
+    }
+
+    /// A channel of the running gattd that does not listen: phones find no PSM for it.
+    static func channelFindings(_ facts: DoctorFacts) -> [DoctorFinding] {
+        facts.gattd.channelErrors.map { channel in
+            let sandbox = channel.error.contains("errno 97)") || channel.error.contains("errno 1)")
+                || channel.error.contains("errno 13)")
+            return DoctorFinding(
+                id: "channel-not-listening", severity: .problem, certainty: .certain,
+                summary: "channel \(channel.id) does not listen: centrals cannot open it and no PSM characteristic "
+                    + "is served for it",
+                evidence: channel.error,
+                remedy: sandbox
+                    ? "the kernel makes Bluetooth sockets only in the host's network namespace: install "
+                        + "/usr/share/doc/gattd/systemd/channels.conf as /etc/systemd/system/gattd.service.d/channels.conf, "
+                        + "then systemctl daemon-reload && systemctl restart gattd (docs/channels.md)"
+                    : "see docs/channels.md", references: ["docs/channels.md"])
+        }
     }
 
     static func plainFindings(_ facts: DoctorFacts, matched: [DoctorFinding], table: [KnownProblem]) -> [DoctorFinding] {

@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # gattd-programs: programs driving gattd, seen by a real central (direct init, one boot):
-# a handler program (Tests/integration/handler_program.py) answers a read and refuses a
-# write with application error 0x81; `gattctl advertise set` changes the advertisement's
+# a handler program on the gattd Python module (library_handler.py) answers a read and
+# refuses a write with application error 0x81, and serves again, by itself, after gattd's
+# SIGKILL and restart; `gattctl advertise set` changes the advertisement's
 # data and the central's scan sees it (programs.py has the checks).
 # Environment (run-guest --env): GATTD_BIN, GATTCTL_BIN (default: next to GATTD_BIN).
 set -uo pipefail
@@ -35,6 +36,11 @@ until [ "\$(grep -c 'GATT application registered' "$OUT/gattd.log")" -ge 2 ]; do
     [ \$(date +%s) -lt \$deadline ] || { echo "gattd did not register again"; exit 1; }
     sleep 0.2
 done
+# The handler program registers again by itself (it follows gattd's bus name).
+until [ "\$(grep -c '^registered' "$OUT/handler.log")" -ge 2 ]; do
+    [ \$(date +%s) -lt \$deadline ] || { echo "the handler program did not register again"; exit 1; }
+    sleep 0.2
+done
 SH
 start_gattd
 wait_for_line "$OUT/gattd.log" 'GATT application registered' 90 || exit 1
@@ -47,9 +53,7 @@ echo "gattd serves programs.json ($(elapsed) s)"
 /usr/bin/python3 "$VM/mgmt_adv.py" 1 31 || { echo "FAIL: the kernel refused 31 bytes of advertising data"; exit 1; }
 /usr/bin/python3 "$VM/mgmt_adv.py" 1 32 && { echo "FAIL: the kernel accepted 32 bytes of advertising data"; exit 1; }
 
-/usr/bin/python3 -u "$ROOT/Tests/integration/handler_program.py" --ids reading,gate \
-    --answer "reading=$(printf 'from the handler' | od -An -tx1 | tr -d ' \n')" \
-    --refuse gate=Application0x81 >"$OUT/handler.log" 2>&1 &
+PYTHONPATH=$ROOT/python /usr/bin/python3 -u "$VM/library_handler.py" >"$OUT/handler.log" 2>&1 &
 pids+=($!)
 wait_for_line "$OUT/handler.log" '^registered' 30 || exit 1
 echo "handler program registered ($(elapsed) s)"
@@ -59,5 +63,6 @@ echo "handler program registered ($(elapsed) s)"
 grep -q 'advertising data changed' "$OUT/gattd.log" || { echo "FAIL: gattd did not log the data change"; exit 1; }
 n=$(sed '/^--- gattd started again after SIGKILL/q' "$OUT/gattd.log" | grep -c 'advertisement registered.*adv.id=main')
 [ "$n" = 1 ] || { echo "FAIL: the advertisement was registered $n times; a data change must not re-register"; exit 1; }
-grep -q '^write gate 05' "$OUT/handler.log" || { echo "FAIL: the handler did not see the central's write"; exit 1; }
+grep -q "^write gate 05 from $HCI1_ADDR" "$OUT/handler.log" ||
+    { echo "FAIL: the handler did not see the central's write from $HCI1_ADDR"; cat "$OUT/handler.log"; exit 1; }
 echo "scenario passed in $(elapsed) s"

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: MIT
+
+internal import CLinux
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The kernel's L2CAP LE credit-based channels (`AF_BLUETOOTH`/`SOCK_SEQPACKET`/
+/// `BTPROTO_L2CAP` bound with an LE address type): a listener, its deferred children and
+/// what they say about themselves. Every descriptor is non-blocking and close-on-exec;
+/// the owner closes it (`SeqPacketSocket.close`). docs/channels.md has the kernel's rules.
+public enum L2CAPSocket {
+    /// An LE address as the kernel gives it (`accept`, `getpeername`).
+    public struct Peer: Sendable, Equatable {
+        /// `AA:BB:CC:DD:EE:FF`, most significant byte first (as bluetoothd's `Address`).
+        public var address: String
+        /// `public` or `random` (bluetoothd's `AddressType`).
+        public var addressType: String
+        public var psm: UInt16
+    }
+
+    /// A listener on `psm` (0: the kernel picks one of 0x80...0xFF) that demands `security`
+    /// (`BT_SECURITY` level 1...4) of a central's link and defers each channel's setup
+    /// until it is accepted or refused (`BT_DEFER_SETUP`). `receiveMTU` is `BT_RCVMTU`, the
+    /// largest SDU a central may send.
+    /// - Throws: the step that failed (`socket` fails with `EAFNOSUPPORT` outside the
+    ///   host's network namespace or where the kernel has no Bluetooth).
+    public static func listen(psm: UInt16, security: UInt8, receiveMTU: UInt16, backlog: Int32 = 8)
+        throws(SystemCallError) -> Int32
+    {
+        let fd = try SystemCall.check("socket(AF_BLUETOOTH, SOCK_SEQPACKET, BTPROTO_L2CAP)") { clinux_l2cap_socket() }
+        do throws(SystemCallError) {
+            // Bound first: the LE address type is what makes BT_RCVMTU valid, and the
+            // kernel takes BT_DEFER_SETUP only on a bound socket.
+            try SystemCall.check("bind(PSM 0x\(String(psm, radix: 16)))") { clinux_l2cap_bind_le(fd, psm) }
+            try SystemCall.check("setsockopt(BT_SECURITY)") { clinux_l2cap_set_security(fd, security) }
+            try SystemCall.check("setsockopt(BT_DEFER_SETUP)") { clinux_l2cap_set_defer_setup(fd) }
+            try SystemCall.check("setsockopt(BT_RCVMTU)") { clinux_l2cap_set_receive_mtu(fd, receiveMTU) }
+            try SystemCall.check("listen") { Glibc.listen(fd, backlog) }
+        } catch {
+            _ = Glibc.close(fd)
+            throw error
+        }
+        return fd
+    }
+
+    /// The PSM a listener is bound to (`getsockname`).
+    public static func boundPSM(_ fd: Int32) throws(SystemCallError) -> UInt16 {
+        var name = clinux_l2cap_address()
+        try SystemCall.check("getsockname") { clinux_l2cap_name(fd, 0, &name) }
+        return name.psm
+    }
+
+    /// The next waiting channel, still deferred (the central waits for the answer), or nil
+    /// when none waits (`EAGAIN`).
+    public static func accept(_ listener: Int32) throws(SystemCallError) -> (fd: Int32, peer: Peer)? {
+        var raw = clinux_l2cap_address()
+        let fd = SystemCall.retrying { clinux_l2cap_accept(listener, &raw) }
+        if fd < 0 {
+            if errno == EAGAIN || errno == ECONNABORTED { return nil }
+            throw SystemCallError(operation: "accept", code: errno)
+        }
+        return (fd, peer(raw))
+    }
+
+    /// Accepts a deferred channel: the kernel answers the central's request with success
+    /// (a read on a deferred child does that and returns 0). A peek, so that on a channel
+    /// already accepted (its taker read first) no SDU is consumed.
+    public static func authorize(_ fd: Int32) throws(SystemCallError) {
+        var byte: UInt8 = 0
+        let result = SystemCall.retrying { recv(fd, &byte, 0, Int32(MSG_DONTWAIT | MSG_PEEK)) }
+        if result < 0, errno != EAGAIN { throw SystemCallError(operation: "recv (accepting the channel)", code: errno) }
+    }
+
+    /// `BT_SNDMTU` (the largest SDU the central takes) and `BT_RCVMTU` of a channel.
+    public static func mtus(_ fd: Int32) -> (send: Int, receive: Int) {
+        (Int(clinux_l2cap_mtu(fd, 1)), Int(clinux_l2cap_mtu(fd, 0)))
+    }
+
+    static func peer(_ raw: clinux_l2cap_address) -> Peer {
+        let bytes = withUnsafeBytes(of: raw.address) { Array($0) }
+        let address = bytes.reversed().map { byte in
+            let text = String(byte, radix: 16, uppercase: true)
+            return text.count == 1 ? "0" + text : text
+        }.joined(separator: ":")
+        let type = raw.type == UInt8(CLINUX_BDADDR_LE_RANDOM) ? "random" : "public"
+        return Peer(address: address, addressType: type, psm: raw.psm)
+    }
+}

@@ -1,0 +1,235 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""channels_central.py: a central on kernel L2CAP sockets for gattd's channels (run by
+scenarios/gattd-channels.sh with configs/channels.json). It reads the PSM from Apple's PSM
+characteristic over ATT (as an iOS app does before openL2CAPChannel) and opens an LE
+credit-based channel to it: the socket is bound to the own adapter's address with an LE
+address type, which makes it a credit-based one (Python's socket module cannot name the
+address type, hence ctypes, as in longwrite_att.py).
+
+  read-psm                        prints the PSM of every PSM characteristic, in handle order
+  echo PSM BYTES [--kill PIDFILE] sends BYTES in SDUs of varied size (each numbered) while
+                                  reading the echo; checks every SDU back, in order, none
+                                  lost or doubled; with --kill, kills the pid in PIDFILE
+                                  half way and expects the channel to close
+  refused PSM                     the channel is refused (connect fails)
+  parallel PSM BYTES --own2 ADDR  two channels (from --own and --own2, which may be the same)
+                                  echo at once
+
+usage: channels_central.py --own ADDR --peer ADDR COMMAND ...
+"""
+import argparse
+import ctypes
+import os
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+import uuid as uuidlib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bluezcentral import CheckFailed  # noqa: E402
+from longwrite_att import READ_BY_TYPE_REQ, Att, AttError  # noqa: E402
+
+AF_BLUETOOTH, BTPROTO_L2CAP, BDADDR_LE_PUBLIC = 31, 0, 1
+SOL_BLUETOOTH, BT_SNDMTU, BT_RCVMTU = 274, 12, 13
+SO_RCVBUFFORCE = 33
+PSM_UUID = 'abdd3056-28fa-441d-a470-55a75a52553a'
+# The central's receive MTU: the longest SDU gattd (and the program echoing) may send back.
+CENTRAL_MTU = 2048
+LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def sockaddr_l2(address, psm):
+    """struct sockaddr_l2: family, psm, bdaddr (reversed), cid 0, LE public (14 bytes)."""
+    return struct.pack('<HH6sHBx', AF_BLUETOOTH, psm, bytes.fromhex(address.replace(':', ''))[::-1], 0,
+                       BDADDR_LE_PUBLIC)
+
+
+def read_psms(own, peer):
+    """Every PSM characteristic's value, in handle order (Read By Type 0x2803, then Read)."""
+    att = Att(own, peer)
+    try:
+        handles, start = [], 1
+        while start <= 0xFFFF:
+            try:
+                rsp = att.request(struct.pack('<BHHH', READ_BY_TYPE_REQ, start, 0xFFFF, 0x2803))
+            except AttError as e:
+                if e.code == 0x0A:
+                    break
+                raise
+            size, last = rsp[1], start
+            for i in range(2, len(rsp), size):
+                entry = rsp[i:i + size]
+                last, _, value_handle = struct.unpack('<HBH', entry[:5])
+                raw = entry[5:]
+                if len(raw) == 16 and str(uuidlib.UUID(bytes=raw[::-1])) == PSM_UUID:
+                    handles.append(value_handle)
+            start = last + 1
+        values = [att.read_long(h) for h in handles]
+        for value in values:
+            if len(value) != 2:
+                raise CheckFailed('a PSM characteristic holds %d bytes, not 2' % len(value))
+        return [struct.unpack('<H', v)[0] for v in values]
+    finally:
+        att.close()
+
+
+def open_channel(own, peer, psm, timeout=40):
+    """A connected LE credit-based channel to PSM on peer; OSError (errno) when refused."""
+    sock = socket.socket(AF_BLUETOOTH, socket.SOCK_SEQPACKET, BTPROTO_L2CAP)
+    # Room for what arrives while the checks run (root: past rmem_max), for the same reason.
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 16 << 20)
+    except OSError:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
+    for step, address, number in (('bind', own, 0), ('connect', peer, psm)):
+        if step == 'connect':
+            # Bound with an LE address type first: only then does the kernel take BT_RCVMTU.
+            sock.setsockopt(SOL_BLUETOOTH, BT_RCVMTU, struct.pack('<H', CENTRAL_MTU))
+        raw = sockaddr_l2(address, number)
+        if getattr(LIBC, step)(sock.fileno(), raw, len(raw)) != 0:
+            err = ctypes.get_errno()
+            sock.close()
+            raise OSError(err, '%s %s psm %d: %s' % (step, address, number, os.strerror(err)))
+    sock.settimeout(timeout)
+    return sock
+
+
+# Byte i of SDU n's payload is (n + i) & 0xFF: a slice of this, so checking keeps up with the
+# channel (Debian 12's 6.1 kernel gives a central's credits back when an SDU arrives, not when
+# it is read: a reader that falls behind its socket buffer loses SDUs).
+PATTERN = bytes(range(256)) * (CENTRAL_MTU // 256 + 2)
+
+
+def sdu(index, size):
+    start = index & 0xFF
+    return struct.pack('<I', index) + PATTERN[start:start + size - 4]
+
+
+def sizes(total, limit):
+    """SDU sizes of 4...limit bytes, varied, adding up to total."""
+    out, index = [], 0
+    while total > 0:
+        size = min(total, 4 + (index * 211) % (limit - 3))
+        size = max(size, 4) if total >= 4 else total
+        out.append(size)
+        total -= size
+        index += 1
+    return out
+
+
+def echo(sock, total, kill=None, label='central'):
+    """Sends total bytes and checks them back; returns seconds. With kill: the program dies
+    half way and the channel must close."""
+    send_mtu = struct.unpack('<H', sock.getsockopt(SOL_BLUETOOTH, BT_SNDMTU, 2))[0]
+    limit = min(send_mtu, CENTRAL_MTU)
+    plan = sizes(total, limit)
+    errors = []
+
+    def sender():
+        try:
+            for index, size in enumerate(plan):
+                sock.sendall(sdu(index, size))
+        except OSError as e:
+            if kill is None:
+                errors.append('send: %s' % e)
+
+    started = time.monotonic()
+    thread = threading.Thread(target=sender, daemon=True)
+    thread.start()
+    received = 0
+    killed = False
+    for index, size in enumerate(plan):
+        if kill and not killed and received >= total // 2:
+            with open(kill) as f:
+                os.kill(int(f.read().strip()), signal.SIGKILL)
+            killed = True
+        try:
+            got = sock.recv(CENTRAL_MTU + 1)
+        except OSError as e:
+            if killed:
+                print('%s: the channel closed after the program was killed (%s) at %d of %d bytes'
+                      % (label, e.strerror, received, total))
+                return time.monotonic() - started
+            raise CheckFailed('%s: recv after %d bytes: %s' % (label, received, e))
+        if not got:
+            if killed:
+                print('%s: the channel closed after the program was killed, at %d of %d bytes' % (label, received, total))
+                return time.monotonic() - started
+            raise CheckFailed('%s: the channel closed after %d of %d bytes' % (label, received, total))
+        if got != sdu(index, size):
+            seen = struct.unpack('<I', got[:4])[0] if len(got) >= 4 else None
+            raise CheckFailed('%s: SDU %d (%d bytes) came back as %d bytes numbered %s'
+                              % (label, index, size, len(got), seen))
+        received += len(got)
+    if kill:
+        raise CheckFailed('%s: the echo went on after the program was killed' % label)
+    thread.join(30)
+    if errors:
+        raise CheckFailed('%s: %s' % (label, errors[0]))
+    return time.monotonic() - started
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--own', required=True)
+    parser.add_argument('--own2')
+    parser.add_argument('--peer', required=True)
+    parser.add_argument('command', choices=['read-psm', 'echo', 'refused', 'parallel'])
+    parser.add_argument('args', nargs='*')
+    parser.add_argument('--kill')
+    args = parser.parse_args()
+    try:
+        if args.command == 'read-psm':
+            print(' '.join(str(psm) for psm in read_psms(args.own, args.peer)))
+        elif args.command == 'echo':
+            psm, total = int(args.args[0]), int(args.args[1])
+            sock = open_channel(args.own, args.peer, psm)
+            send_mtu = struct.unpack('<H', sock.getsockopt(SOL_BLUETOOTH, BT_SNDMTU, 2))[0]
+            seconds = echo(sock, total, kill=args.kill)
+            sock.close()
+            if not args.kill:
+                print('echo: %d bytes each way in order, nothing lost or doubled, in %.1f s (%.0f B/s each way), '
+                      'gattd\'s MTU %d' % (total, seconds, total / seconds, send_mtu))
+        elif args.command == 'refused':
+            psm = int(args.args[0])
+            try:
+                sock = open_channel(args.own, args.peer, psm)
+            except OSError as e:
+                print('refused: %s' % e.strerror)
+                return 0
+            sock.close()
+            raise CheckFailed('the channel to PSM %d opened; it should have been refused' % psm)
+        elif args.command == 'parallel':
+            psm, total = int(args.args[0]), int(args.args[1])
+            results, failures = {}, []
+
+            def one(own, label):
+                try:
+                    sock = open_channel(own, args.peer, psm)
+                    results[label] = echo(sock, total, label=label)
+                    sock.close()
+                except (OSError, CheckFailed) as e:
+                    failures.append('%s: %s' % (label, e))
+
+            threads = [threading.Thread(target=one, args=(own, label))
+                       for own, label in ((args.own, 'channel 1'), (args.own2, 'channel 2'))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(600)
+            if failures or len(results) != 2:
+                raise CheckFailed('; '.join(failures) or 'a central did not finish')
+            print('parallel: two channels each echoed %d bytes in order (%.1f s, %.1f s)'
+                  % (total, results['channel 1'], results['channel 2']))
+    except (CheckFailed, OSError) as e:
+        print('FAIL: %s' % e)
+        return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
