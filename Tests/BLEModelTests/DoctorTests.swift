@@ -57,7 +57,7 @@ struct DoctorTests {
     @Test("main.conf: sections, comments and spaces; unset keys stay nil")
     func mainConf() {
         let settings = MainConfSettings.read(
-            "[General]\n# Experimental = true\n  Privacy=device \n[GATT]\nKeySize = 16\r\n[Policy]\nKeySize = 7\n")
+            "[General]\n# Experimental = true\n  Privacy=device \n[GATT]\nKeySize = 16\r\nSecurity = low\n[Policy]\nKeySize = 7\n")
         func value(_ section: String, _ key: String) -> String?? {
             settings.first { $0.section == section && $0.key == key }.map(\.value)
         }
@@ -65,7 +65,8 @@ struct DoctorTests {
         #expect(value("General", "Privacy") == "device")
         #expect(value("GATT", "KeySize") == "16")
         #expect(value("GATT", "ExchangeMTU") == .some(nil))
-        #expect(settings.count == 9)
+        #expect(value("GATT", "Security") == "low")
+        #expect(settings.count == 10)
     }
 
     @Test("every row has a unique id, a remedy and a reference")

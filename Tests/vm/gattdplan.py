@@ -18,6 +18,11 @@ from bluezcentral import Central, CheckFailed, full_uuid, short, step
 # The bluetoothd version the guest runs (run-guest --bluez).
 BLUEZ = os.environ.get('GATTD_VM_BLUEZ', '5.66')
 
+
+def bluez_at_least(major, minor):
+    """True when the guest's bluetoothd (GATTD_VM_BLUEZ) is MAJOR.MINOR or later."""
+    return tuple(int(n) for n in BLUEZ.split('.')) >= (major, minor)
+
 # Services bluetoothd itself serves on every adapter (GAP, GATT, Device Information).
 STACK_SERVICES = {full_uuid('1800'), full_uuid('1801'), full_uuid('180a')}
 # Flags BlueZ's client adds to what the server declared.
@@ -273,8 +278,8 @@ def gattd_plan(args):
         elif not {'write-without-response', 'reliable-write',
                   'authenticated-signed-writes'} & set(c['flags']):
             # type=request makes BlueZ send the Write Request although the property is absent
-            # (5.66). bluetoothd 5.82's client refuses some such writes itself, without
-            # sending anything (NotAuthorized): then nothing reached gattd, which the
+            # (5.66). bluetoothd 5.82's client (and 5.87's) refuses some such writes itself,
+            # without sending anything (NotAuthorized): then nothing reached gattd, which the
             # read-back shows; gattd's own 0x03 is checked on the others.
             try:
                 central.write(chrc['path'], b'\x01', write_type='request')
@@ -283,8 +288,8 @@ def gattd_plan(args):
                 error = (e.get_dbus_name(), e.get_dbus_message())
             if error == ('org.bluez.Error.NotPermitted', 'Write not permitted'):
                 step('write to read-only %s -> ATT 0x03' % c['id'])
-            elif error == ('org.bluez.Error.NotAuthorized', 'Operation Not Authorized') and BLUEZ == '5.82':
-                step('write to read-only %s refused by the central\'s bluetoothd 5.82 before sending' % c['id'])
+            elif error == ('org.bluez.Error.NotAuthorized', 'Operation Not Authorized') and bluez_at_least(5, 82):
+                step('write to read-only %s refused by the central\'s bluetoothd %s before sending' % (c['id'], BLUEZ))
             else:
                 raise CheckFailed('write to read-only %s: expected NotPermitted "Write not permitted", got %s "%s"'
                                   % (c['id'], error[0], error[1]))

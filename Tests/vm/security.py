@@ -513,14 +513,14 @@ def phase_compare(central, args):
             central.connect(path)
         found = chrcs(central, path, SERVICE_PK)
         # The read makes the central pair again; nobody confirms on the board, so gattd
-        # rejects when confirmSeconds (20 s) are up (the scenario checks gattd's log for it).
-        # 5.66 then answers the read with ATT 0x0e; 5.82 leaves it unanswered: either way
-        # no value. 40 s (confirmSeconds and 20 s more) as natively, not SLOW times as long:
-        # on 5.82 the whole timeout passes.
+        # rejects when confirmSeconds (--confirm-seconds) are up (the scenario checks gattd's
+        # log for it). 5.66 then answers the read with ATT 0x0e; 5.82 leaves it unanswered:
+        # either way no value. confirmSeconds and 20 s more, not SLOW times as long: on 5.82
+        # the whole timeout passes.
         try:
             value = bytes(central.call(found[chrc_uuid(2, SERVICE_PK)]['path'], 'org.bluez.GattCharacteristic1',
-                                       'ReadValue', dbus.Dictionary({}, signature='sv'), timeout=40,
-                                       scaled=False))
+                                       'ReadValue', dbus.Dictionary({}, signature='sv'),
+                                       timeout=args.confirm_seconds + 20, scaled=False))
         except dbus.DBusException as e:
             step('read secure-read without the SC link gave no value: %s: %s' % (e.get_dbus_name(), e.get_dbus_message()))
         else:
@@ -570,6 +570,8 @@ def main():
     parser.add_argument('--write', default='written by the central')
     parser.add_argument('--notifications', type=int, default=5)
     parser.add_argument('--wrong', action='store_true')
+    parser.add_argument('--confirm-seconds', type=float, default=20,
+                        help='the board\'s confirmSeconds (compare: how long a pairing nobody confirms lasts)')
     parser.add_argument('--answer', choices=['confirm', 'reject', 'mismatch'], default='confirm',
                         help='compare: what the people at the central and at the board answer')
     args = parser.parse_args()

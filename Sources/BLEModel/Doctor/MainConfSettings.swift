@@ -17,7 +17,10 @@ public enum MainConfSettings {
         ("GATT", "KeySize", "0 (any, 7 to 16)", "a larger minimum refuses encrypted access to centrals with shorter keys"),
         ("GATT", "Cache", "always", "how bluetoothd caches remote databases; no effect on the services gattd serves"),
         ("GATT", "ExchangeMTU", "517", "the largest ATT MTU bluetoothd offers: a smaller one shortens reads and notifications"),
-        ("GATT", "Channels", "3 in 5.66, 1 in 5.82", "EATT channels; 1 means ATT only"),
+        ("GATT", "Channels", "3 in 5.66, 1 in 5.82 and 5.87", "EATT channels; 1 means ATT only"),
+        ("GATT", "Security", "auto (5.87+; earlier releases ignore it)",
+            "5.87+: anything but auto needs [General] Testing = true; low turns the attribute permissions off, so "
+                + "encrypt-* and authenticated flags are not enforced"),
     ]
 
     /// Each watched setting with the file's value (nil when the file does not set it; a

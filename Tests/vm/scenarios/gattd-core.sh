@@ -16,7 +16,8 @@
 set -uo pipefail
 VM=${GATTD_VM_DIR:?}
 . "$VM/scenarios/lib.sh"
-scenario_binaries
+# gattd only (no gattctl: run-suite --stand-in gives fake-gattd.py, which has none)
+[ -x "${GATTD_BIN:-}" ] || { echo "FAIL: GATTD_BIN '${GATTD_BIN:-}' missing or not executable"; exit 1; }
 CONFIG=${GATTD_CONFIG:-$VM/configs/core.json}
 EXAMPLES=/usr/share/doc/bluez-test-scripts/examples
 [ -f "$CONFIG" ] || { echo "FAIL: config $CONFIG missing"; exit 1; }
