@@ -51,7 +51,7 @@ hook_saw() {
 handler_saw_one() {
     local handler
     handler=$(grep "^write " "$OUT/handler.log" | tail -n +"$((handler_before + 1))")
-    [ "$(grep -c . <<<"$handler")" = 1 ] && grep -Eq '^write handled [0-9a-f]{400} reply=True offset=0$' <<<"$handler" \
+    [ "$(grep -c . <<<"$handler")" = 1 ] && grep -Eq '^write handled [0-9a-f]{400} reply=True offset=0 address=([0-9A-F]{2}:){5}[0-9A-F]{2} device=/org/bluez/hci0/dev_[0-9A-F_]+$' <<<"$handler" \
         || { echo "FAIL: expected one Write with offset=0 and 200 bytes; the handler saw:"; cut -c1-60 <<<"$handler"; exit 1; }
     echo "the handler got one Write: offset=0, all 200 bytes"
 }
