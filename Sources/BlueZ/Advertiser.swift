@@ -85,7 +85,7 @@ public final class Advertiser {
         var used = Set<ObjectPath>()
         for definition in configuration.advertisements {
             let path = Self.rootPath.appendingUniqueElement(for: definition.id, used: &used)
-            let exported = ExportedAdvertisement(path: path, definition: definition)
+            let exported = ExportedAdvertisement(path: path, definition: definition, session: session)
             let slot = Slot(exported: exported, state: definition.enabled ? .waitingForAdapter : .disabled)
             exported.onRelease = { [unowned self, unowned slot] in self.released(slot) }
             slot.onChange = { [unowned self] in self.onStateChange?($0.id, $0.state) }
@@ -153,7 +153,6 @@ public final class Advertiser {
     /// instance counts, register.
     private func adapterAvailable(_ adapter: BlueZSession.Adapter) {
         forgetTimers()
-        for slot in slots { slot.exported.trustedSender = adapter.owner }
         setAlias()
         registerAll()
     }

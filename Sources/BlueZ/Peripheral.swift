@@ -38,7 +38,8 @@ public final class Peripheral {
         session = BlueZSession(
             connection: connection, preferredAdapter: preferredAdapter, loop: loop, logger: logger, clock: clock)
         application = try GattApplication(
-            configuration: served, service: service, connection: connection, logger: logger, remembered: remembered)
+            configuration: served, service: service, connection: connection, session: session, logger: logger,
+            remembered: remembered)
         registrar = BlueZRegistrar(
             connection: connection, session: session, application: application, loop: loop, logger: logger,
             clock: clock)
@@ -63,14 +64,14 @@ public final class Peripheral {
     }
 
     /// Adds the session's observers, once, in the one order everything that follows
-    /// bluetoothd hears its events: the GATT objects trust the new owner first; `pairing`
-    /// (the pairing window reads the adapter's settings before the agent registers); the
-    /// advertiser; the central watch; `daemon` (the executable's own reaction); the registrar
-    /// last, once the others have followed the adapter. Call it before `start`.
+    /// bluetoothd hears its events: `pairing` (the pairing window reads the adapter's
+    /// settings before the agent registers); the advertiser; the central watch; `daemon`
+    /// (the executable's own reaction); the registrar last, once the others have followed
+    /// the adapter. The GATT objects and the advertisements need no observer: they trust
+    /// the session's owner, set before anyone is told. Call it before `start`.
     public func follow(pairing: BlueZSession.Observer? = nil, daemon: BlueZSession.Observer? = nil) {
         precondition(!following, "the session's observers are added once")
         following = true
-        session.observe { [unowned application] in application.handle($0) }
         if let pairing { session.observe(pairing) }
         session.observe { [unowned advertiser] in advertiser.handle($0) }
         session.observe { [unowned centrals] in centrals.handle($0) }
