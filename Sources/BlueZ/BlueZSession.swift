@@ -79,8 +79,8 @@ public final class BlueZSession {
     public let preferredAdapter: String?
 
     private let connection: BusConnection
-    /// The listing retry's back-off timers: the loop's in the daemon, a manual clock in tests.
-    private let clock: LoopClock
+    /// The listing's retries (`RetryBackoff`).
+    private let backoff: RetryBackoff
     private let logger: Logger
     private var observers: [Observer] = []
     /// Whether the first answer about `org.bluez` is in (`GetNameOwner` or a signal).
@@ -89,8 +89,6 @@ public final class BlueZSession {
     private var subscriptions: [SignalSubscription] = []
     /// The chosen adapter's own watches (`Powered`, its devices); cancelled when it goes.
     private var adapterSubscriptions: [SignalSubscription] = []
-    private var cancelRetry: (() -> Void)?
-    private var retryDelay: Duration = .seconds(1)
 
     public init(
         connection: BusConnection, preferredAdapter: String?, loop: EventLoop, logger: Logger,
@@ -98,7 +96,7 @@ public final class BlueZSession {
     ) {
         self.connection = connection
         self.preferredAdapter = preferredAdapter
-        self.clock = clock ?? .loop(loop)
+        backoff = RetryBackoff(clock: clock ?? .loop(loop))
         self.logger = logger
     }
 
@@ -163,8 +161,7 @@ public final class BlueZSession {
         guard started else { return }
         started = false
         generation += 1
-        cancelRetry?()
-        cancelRetry = nil
+        backoff.cancel()
         for subscription in subscriptions + adapterSubscriptions { subscription.cancel() }
         subscriptions.removeAll()
         adapterSubscriptions.removeAll()
@@ -182,7 +179,7 @@ public final class BlueZSession {
         generation += 1
         self.owner = owner
         forgetAdapter()
-        cancelRetry?()
+        backoff.cancel()
         logger.info("org.bluez is on the bus", metadata: ["bluez.owner": "\(owner)"])
         tell(.appeared(owner: owner))
         findAdapter()
@@ -195,7 +192,7 @@ public final class BlueZSession {
         owner = nil
         let previous = adapter
         forgetAdapter()
-        cancelRetry?()
+        backoff.cancel()
         logger.warning("org.bluez left the bus; registering again when it returns")
         tell(.vanished(adapter: previous))
     }
@@ -219,7 +216,7 @@ public final class BlueZSession {
                     else { return nil }
                     return path
                 }
-                self.retryDelay = .seconds(1)
+                self.backoff.succeeded()
                 self.choose(from: candidates)
             case .failure(let error):
                 self.logger.error(
@@ -231,12 +228,10 @@ public final class BlueZSession {
 
     private func scheduleRetry(_ action: @escaping () -> Void) {
         let attempt = generation
-        cancelRetry?()
-        cancelRetry = clock.at(clock.now() + retryDelay) { [unowned self] in
+        backoff.retry { [unowned self] in
             guard self.isCurrent(attempt) else { return }
             action()
         }
-        retryDelay = min(retryDelay * 2, .seconds(30))
     }
 
     private func choose(from candidates: [String]) {
