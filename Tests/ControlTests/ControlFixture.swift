@@ -135,14 +135,3 @@ final class SignalLog {
     var signals: [Signal] = []
     var subscription: SignalSubscription?
 }
-
-/// A `StateStorage` that keeps documents in memory and can be told to fail.
-final class MemoryStorage: StateStorage {
-    var saved: [StateDocument] = []
-    var failure: StateStoreError?
-
-    func save(_ document: StateDocument) throws(StateStoreError) {
-        if let failure { throw failure }
-        saved.append(document)
-    }
-}

@@ -24,8 +24,8 @@ struct RequestServiceTests {
         let persistence: Persistence
         let service: RequestService
         let scheduler = ManualScheduler()
-        var saved: [StateDocument] = []
-        var saveFailure: StateStoreError?
+        let storage = MemoryStorage()
+        var saved: [StateDocument] { storage.saved }
         var events: [String] = []
 
         init() throws {
@@ -41,19 +41,7 @@ struct RequestServiceTests {
                 database: database, persistence: persistence, notifier: notifier, writeHooks: nil, mtu: mtu,
                 logger: quietLogger)
             notifier.sink = self
-            storage.owner = self
-        }
-
-        private let storage = Storage()
-        final class Storage: StateStorage {
-            weak var owner: Fixture?
-            func save(_ document: StateDocument) throws(StateStoreError) { try owner?.save(document) }
-        }
-
-        func save(_ document: StateDocument) throws(StateStoreError) {
-            if let saveFailure { throw saveFailure }
-            events.append("saved")
-            saved.append(document)
+            storage.onSave = { [unowned self] _ in self.events.append("saved") }
         }
 
         func send(_ attribute: Attribute, value: [UInt8]) -> Bool {
@@ -144,7 +132,7 @@ struct RequestServiceTests {
     @Test("a failed save refuses the write and puts the last saved value back")
     func failedSave() throws {
         let f = try Fixture()
-        f.saveFailure = StateStoreError(operation: "write", path: "/x", code: 28)
+        f.storage.failure = StateStoreError(operation: "write", path: "/x", code: 28)
         var outcome: Result<Void, WriteFailure>?
         f.service.write(f.database["label"]!, bytes: Array("lost".utf8), AttributeRequest()) { outcome = $0 }
         f.endIteration()
