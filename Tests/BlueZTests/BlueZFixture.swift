@@ -39,6 +39,8 @@ final class BlueZFixture {
     let connection: BusConnection
     let clock = ManualScheduler()
     let configuration: Configuration
+    /// Builds the runtime, as the daemon's does; tests build a reload's service with it.
+    let factory: RuntimeFactory
     let database: AttributeDatabase
     let runtime: Runtime
     let service: RequestService
@@ -57,7 +59,10 @@ final class BlueZFixture {
         configuration = try ConfigurationLoader.parse(Array(configurationText.utf8)).get().configuration
         let logger = quietLogger
         // As the daemon builds it, with nothing saved and notifications paced by `clock`.
-        let factory = RuntimeFactory(loop: loop, state: .none, clock: clock.clock, logger: logger)
+        factory = RuntimeFactory(
+            loop: loop, state: .none,
+            scheduling: RuntimeScheduling(clock: clock.clock, timers: .loop(loop), persistence: .loop(loop)),
+            logger: logger)
         (service, runtime) = factory.makeService(configuration)
         database = runtime.database
         peripheral = try Peripheral(

@@ -29,7 +29,9 @@ struct RuntimeFactoryTests {
         init(saved: StateLoadResult? = nil) throws {
             loop = try EventLoop()
             factory = RuntimeFactory(
-                loop: loop, state: .storage(MemoryStorage(), saved: saved), timers: timers.updateTimers, logger: quietLogger)
+                loop: loop, state: .storage(MemoryStorage(), saved: saved),
+                scheduling: RuntimeScheduling(clock: .loop(loop), timers: timers.updateTimers, persistence: .loop(loop)),
+                logger: quietLogger)
             (service, runtime) = factory.makeService(try liveConfiguration(definition))
         }
     }
