@@ -129,8 +129,8 @@ public final class Advertiser {
     public func handle(_ event: BlueZSession.Event) {
         guard !stopped else { return }
         switch event {
-        case .adapterAvailable(let adapter):
-            adapterAvailable(adapter)
+        case .adapterAvailable:
+            adapterAvailable()
         case .adapterGone(let adapter):
             adapterGone(adapter)
         case .vanished(let adapter?):
@@ -151,7 +151,7 @@ public final class Advertiser {
 
     /// The adapter is ready for the GATT application: set the alias, read the manager's
     /// instance counts, register.
-    private func adapterAvailable(_ adapter: BlueZSession.Adapter) {
+    private func adapterAvailable() {
         forgetTimers()
         setAlias()
         registerAll()
