@@ -11,8 +11,7 @@ extension Advertiser {
     public func add(_ definition: AdvertisementDefinition) throws(DBusError) {
         var used = Set(slots.map(\.exported.path))
         let path = Self.rootPath.appendingUniqueElement(for: definition.id, used: &used)
-        let exported = ExportedAdvertisement(path: path, definition: definition)
-        exported.trustedSender = session.adapter?.owner
+        let exported = ExportedAdvertisement(path: path, definition: definition, session: session)
         let slot = Slot(exported: exported, state: definition.enabled ? .waitingForAdapter : .disabled)
         exported.onRelease = { [unowned self, unowned slot] in self.released(slot) }
         slot.onChange = { [unowned self] in self.onStateChange?($0.id, $0.state) }

@@ -85,7 +85,7 @@ public final class Advertiser {
         var used = Set<ObjectPath>()
         for definition in configuration.advertisements {
             let path = Self.rootPath.appendingUniqueElement(for: definition.id, used: &used)
-            let exported = ExportedAdvertisement(path: path, definition: definition)
+            let exported = ExportedAdvertisement(path: path, definition: definition, session: session)
             let slot = Slot(exported: exported, state: definition.enabled ? .waitingForAdapter : .disabled)
             exported.onRelease = { [unowned self, unowned slot] in self.released(slot) }
             slot.onChange = { [unowned self] in self.onStateChange?($0.id, $0.state) }
@@ -129,8 +129,8 @@ public final class Advertiser {
     public func handle(_ event: BlueZSession.Event) {
         guard !stopped else { return }
         switch event {
-        case .adapterAvailable(let adapter):
-            adapterAvailable(adapter)
+        case .adapterAvailable:
+            adapterAvailable()
         case .adapterGone(let adapter):
             adapterGone(adapter)
         case .vanished(let adapter?):
@@ -151,9 +151,8 @@ public final class Advertiser {
 
     /// The adapter is ready for the GATT application: set the alias, read the manager's
     /// instance counts, register.
-    private func adapterAvailable(_ adapter: BlueZSession.Adapter) {
+    private func adapterAvailable() {
         forgetTimers()
-        for slot in slots { slot.exported.trustedSender = adapter.owner }
         setAlias()
         registerAll()
     }

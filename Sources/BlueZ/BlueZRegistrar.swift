@@ -36,16 +36,13 @@ public final class BlueZRegistrar {
     private let connection: BusConnection
     private let session: BlueZSession
     private let application: GattApplication
-    /// The retry back-off's timers: the loop's in the daemon, a manual clock in tests.
-    private let clock: LoopClock
+    /// The retries of a `RegisterApplication` that got no reply (`RetryBackoff`).
+    private let backoff: RetryBackoff
     private let logger: Logger
     /// Counts this registrar's own swaps of the tree (and its stop): an answer to an
     /// `UnregisterApplication` of an earlier swap must not register a second time. Changes
     /// of bluetoothd and the adapter are the session's `generation`.
     private var swaps = 0
-    /// Cancels the pending retry, if any.
-    private var cancelRetry: (() -> Void)?
-    private var retryDelay: Duration = .seconds(1)
     /// The attempt of the `RegisterApplication` call awaiting its reply, if any.
     private var registrationInFlight: Attempt?
     /// Tree swaps asked for while a `RegisterApplication` was in flight; they run once its
@@ -67,7 +64,7 @@ public final class BlueZRegistrar {
         self.connection = connection
         self.session = session
         self.application = application
-        self.clock = clock ?? .loop(loop)
+        backoff = RetryBackoff(clock: clock ?? .loop(loop))
         self.logger = logger
     }
 
@@ -84,21 +81,21 @@ public final class BlueZRegistrar {
         case .absent:
             state = .waitingForBlueZ
         case .appeared:
-            cancelRetry?()
+            backoff.cancel()
             runQueuedRebuilds()
             state = .discovering
         case .vanished:
-            cancelRetry?()
+            backoff.cancel()
             runQueuedRebuilds()
             state = .waitingForBlueZ
         case .noAdapter(let preferred):
             state = .waitingForAdapter(preferred)
         case .adapterGone:
-            cancelRetry?()
+            backoff.cancel()
             runQueuedRebuilds()
             state = .waitingForAdapter(session.preferredAdapter)
         case .adapterAvailable:
-            cancelRetry?()
+            backoff.cancel()
             register()
         case .adapterProperties, .powered, .interfacesAdded, .interfacesRemoved, .deviceChanged:
             break
@@ -154,7 +151,7 @@ public final class BlueZRegistrar {
     }
 
     private func registered(adapter: String) {
-        retryDelay = .seconds(1)
+        backoff.succeeded()
         logger.info(
             "GATT application registered",
             metadata: ["adapter": "\(adapter)", "services": "\(application.serviceCount)"])
@@ -164,12 +161,10 @@ public final class BlueZRegistrar {
 
     private func scheduleRetry(_ action: @escaping () -> Void) {
         let attempt = self.attempt
-        cancelRetry?()
-        cancelRetry = clock.at(clock.now() + retryDelay) { [unowned self] in
+        backoff.retry { [unowned self] in
             guard attempt == self.attempt else { return }
             action()
         }
-        retryDelay = min(retryDelay * 2, .seconds(30))
     }
 
     /// Swaps the application's tree (reload): unregisters it from bluetoothd, runs
@@ -200,7 +195,7 @@ public final class BlueZRegistrar {
         default: wasRegistered = false
         }
         swaps += 1
-        cancelRetry?()
+        backoff.cancel()
         let attempt = self.attempt
         state = .registering(adapter: name)
         guard wasRegistered else {
@@ -236,7 +231,7 @@ public final class BlueZRegistrar {
     /// Unregisters (best effort, bounded) and then calls `completion`.
     public func stop(completion: @escaping () -> Void) {
         swaps += 1
-        cancelRetry?()
+        backoff.cancel()
         guard case .registered = state, let adapterPath = session.adapter?.path else {
             completion()
             return

@@ -12,9 +12,10 @@ public import Mainloop
 /// or loses an adapter (docs/bluez-contract.md §7). The session alone watches for that:
 /// `NameOwnerChanged` for `org.bluez`, `InterfacesAdded`/`InterfacesRemoved` on its object
 /// tree, and `PropertiesChanged` of the chosen adapter (`Powered`) and of the devices under
-/// it. It picks the adapter (the configured one, else the first by path with
-/// `GattManager1`) and tells its observers what happened, in the order they were added,
-/// one event at a time (`Event`).
+/// it. It lists bluetoothd's objects (the one `GetManagedObjects` of the BlueZ side: what it
+/// found under the adapter is `listing` while observers hear `adapterAvailable`), picks the
+/// adapter (the configured one, else the first by path with `GattManager1`) and tells its
+/// observers what happened, in the order they were added, one event at a time (`Event`).
 ///
 /// Every change of the owner or the adapter starts a new `generation`. Code that calls
 /// bluetoothd about the current owner or adapter takes the generation before the call
@@ -77,20 +78,23 @@ public final class BlueZSession {
     public private(set) var generation = 0
     /// The configured adapter name (`hci1`), nil for the first with `GattManager1`.
     public let preferredAdapter: String?
+    /// One of bluetoothd's objects: its path and its interfaces with their properties.
+    public typealias Object = (path: ObjectPath, interfaces: [String: [String: DBusValue]])
+    /// While observers hear `adapterAvailable`: the adapter and the objects under it (its
+    /// devices) as bluetoothd listed them, or, for an adapter that appeared later, as its
+    /// `InterfacesAdded` announced it. Empty at any other time. The signals that change
+    /// them were subscribed before the listing was asked for, so nothing falls between.
+    public private(set) var listing: [Object] = []
 
     private let connection: BusConnection
-    /// The listing retry's back-off timers: the loop's in the daemon, a manual clock in tests.
-    private let clock: LoopClock
+    /// The listing's retries (`RetryBackoff`).
+    private let backoff: RetryBackoff
     private let logger: Logger
     private var observers: [Observer] = []
     /// Whether the first answer about `org.bluez` is in (`GetNameOwner` or a signal).
     private var answered = false
     private var started = false
     private var subscriptions: [SignalSubscription] = []
-    /// The chosen adapter's own watches (`Powered`, its devices); cancelled when it goes.
-    private var adapterSubscriptions: [SignalSubscription] = []
-    private var cancelRetry: (() -> Void)?
-    private var retryDelay: Duration = .seconds(1)
 
     public init(
         connection: BusConnection, preferredAdapter: String?, loop: EventLoop, logger: Logger,
@@ -98,7 +102,7 @@ public final class BlueZSession {
     ) {
         self.connection = connection
         self.preferredAdapter = preferredAdapter
-        self.clock = clock ?? .loop(loop)
+        backoff = RetryBackoff(clock: clock ?? .loop(loop))
         self.logger = logger
     }
 
@@ -143,6 +147,7 @@ public final class BlueZSession {
                     }
                 })
         }
+        watchAdapter()
         logger.info("waiting for org.bluez")
         connection.call(
             destination: Freedesktop.bus, path: Freedesktop.busPath,
@@ -163,11 +168,9 @@ public final class BlueZSession {
         guard started else { return }
         started = false
         generation += 1
-        cancelRetry?()
-        cancelRetry = nil
-        for subscription in subscriptions + adapterSubscriptions { subscription.cancel() }
+        backoff.cancel()
+        for subscription in subscriptions { subscription.cancel() }
         subscriptions.removeAll()
-        adapterSubscriptions.removeAll()
     }
 
     private func tell(_ event: Event) {
@@ -182,7 +185,7 @@ public final class BlueZSession {
         generation += 1
         self.owner = owner
         forgetAdapter()
-        cancelRetry?()
+        backoff.cancel()
         logger.info("org.bluez is on the bus", metadata: ["bluez.owner": "\(owner)"])
         tell(.appeared(owner: owner))
         findAdapter()
@@ -195,7 +198,7 @@ public final class BlueZSession {
         owner = nil
         let previous = adapter
         forgetAdapter()
-        cancelRetry?()
+        backoff.cancel()
         logger.warning("org.bluez left the bus; registering again when it returns")
         tell(.vanished(adapter: previous))
     }
@@ -211,16 +214,14 @@ public final class BlueZSession {
             guard self.isCurrent(attempt) else { return }
             switch result {
             case .success(let reply):
-                let objects = (try? reply.arguments())?.first?.dictionaryEntries ?? []
-                let candidates = objects.compactMap { entry -> String? in
-                    guard let path = entry.key.asObjectPath?.rawValue,
-                        let interfaces = entry.value.dictionaryEntries?.compactMap({ $0.key.asString }),
-                        interfaces.contains(BlueZNames.gattManager)
-                    else { return nil }
-                    return path
+                let objects = ((try? reply.arguments())?.first?.dictionaryEntries ?? []).compactMap {
+                    entry -> Object? in
+                    guard let path = entry.key.asObjectPath else { return nil }
+                    return (path, Self.interfaces(entry.value))
                 }
-                self.retryDelay = .seconds(1)
-                self.choose(from: candidates)
+                let candidates = objects.filter { $0.interfaces[BlueZNames.gattManager] != nil }.map(\.path.rawValue)
+                self.backoff.succeeded()
+                self.choose(from: candidates, objects: objects)
             case .failure(let error):
                 self.logger.error(
                     "could not list BlueZ objects", metadata: ["error": "\(error.name): \(error.message)"])
@@ -231,15 +232,23 @@ public final class BlueZSession {
 
     private func scheduleRetry(_ action: @escaping () -> Void) {
         let attempt = generation
-        cancelRetry?()
-        cancelRetry = clock.at(clock.now() + retryDelay) { [unowned self] in
+        backoff.retry { [unowned self] in
             guard self.isCurrent(attempt) else { return }
             action()
         }
-        retryDelay = min(retryDelay * 2, .seconds(30))
     }
 
-    private func choose(from candidates: [String]) {
+    /// `a{sa{sv}}` (an object's interfaces and their properties) as dictionaries.
+    private static func interfaces(_ value: DBusValue) -> [String: [String: DBusValue]] {
+        var interfaces: [String: [String: DBusValue]] = [:]
+        for entry in value.dictionaryEntries ?? [] {
+            guard let name = entry.key.asString else { continue }
+            interfaces[name] = Dictionary(entry.value.variantDictionaryEntries ?? [], uniquingKeysWith: { $1 })
+        }
+        return interfaces
+    }
+
+    private func choose(from candidates: [String], objects: [Object]) {
         let chosen: String?
         if let preferredAdapter {
             chosen = candidates.first { $0.hasSuffix("/" + preferredAdapter) }
@@ -256,33 +265,38 @@ public final class BlueZSession {
         generation += 1
         let adapter = Adapter(path: path, owner: owner)
         self.adapter = adapter
-        watchAdapter(path)
         logger.info(
             "using adapter",
             metadata: ["adapter": "\(adapter.name)", "chosen.by": "\(preferredAdapter == nil ? "first with GattManager1" : "configuration")"])
+        listing = objects.filter { $0.path == path || $0.path.isDescendant(of: path) }
         tell(.adapterAvailable(adapter))
+        listing = []
     }
 
-    /// The chosen adapter's properties (`Powered`) and its devices', watched once for everybody.
-    private func watchAdapter(_ path: ObjectPath) {
-        adapterSubscriptions.append(
+    /// The adapter's properties (`Powered`) and its devices', watched once for everybody from
+    /// the start (before any listing, so no change falls between a listing and its watch)
+    /// and passed on for the adapter in use only.
+    private func watchAdapter() {
+        subscriptions.append(
             connection.subscribe(
-                sender: BlueZNames.service, path: path, interface: Freedesktop.properties,
+                sender: BlueZNames.service, interface: Freedesktop.properties,
                 member: Freedesktop.propertiesChanged, arg0: BlueZNames.adapter
             ) { [unowned self] message in
-                guard message.sender == self.owner, let arguments = try? message.arguments(), arguments.count >= 2,
+                guard message.sender == self.owner, let path = self.adapter?.path, message.path == path,
+                    let arguments = try? message.arguments(), arguments.count >= 2,
                     let changed = arguments[1].variantDictionaryEntries
                 else { return }
                 let properties = Dictionary(changed, uniquingKeysWith: { $1 })
                 self.tell(.adapterProperties(changed: properties))
                 if let powered = properties["Powered"]?.asBool { self.tell(.powered(powered)) }
             })
-        adapterSubscriptions.append(
+        subscriptions.append(
             connection.subscribe(
                 sender: BlueZNames.service, interface: Freedesktop.properties, member: Freedesktop.propertiesChanged,
                 arg0: BlueZNames.device
             ) { [unowned self] message in
-                guard message.sender == self.owner, let device = message.path, device.isDescendant(of: path),
+                guard message.sender == self.owner, let path = self.adapter?.path, let device = message.path,
+                    device.isDescendant(of: path),
                     let arguments = try? message.arguments(), arguments.count >= 2,
                     let changed = arguments[1].variantDictionaryEntries
                 else { return }
@@ -292,16 +306,10 @@ public final class BlueZSession {
 
     private func forgetAdapter() {
         adapter = nil
-        for subscription in adapterSubscriptions { subscription.cancel() }
-        adapterSubscriptions.removeAll()
     }
 
     private func interfacesAdded(path: ObjectPath, _ value: DBusValue) {
-        var interfaces: [String: [String: DBusValue]] = [:]
-        for entry in value.dictionaryEntries ?? [] {
-            guard let name = entry.key.asString else { continue }
-            interfaces[name] = Dictionary(entry.value.variantDictionaryEntries ?? [], uniquingKeysWith: { $1 })
-        }
+        let interfaces = Self.interfaces(value)
         if let adapter {
             guard path == adapter.path || path.isDescendant(of: adapter.path) else { return }
             tell(.interfacesAdded(path: path, interfaces: interfaces))
@@ -310,7 +318,7 @@ public final class BlueZSession {
         guard interfaces[BlueZNames.gattManager] != nil else { return }
         if let preferredAdapter, !path.rawValue.hasSuffix("/" + preferredAdapter) { return }
         logger.info("adapter appeared", metadata: ["bluez.path": "\(path)"])
-        choose(from: [path.rawValue])
+        choose(from: [path.rawValue], objects: [(path, interfaces)])
     }
 
     private func interfacesRemoved(path: ObjectPath, interfaces: [String]) {

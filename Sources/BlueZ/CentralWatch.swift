@@ -144,58 +144,35 @@ public final class CentralWatch {
         }
     }
 
-    /// The session chose `path`: learn the devices bluetoothd has (its changes come as
-    /// session events).
+    /// The session chose `path`: learn the devices bluetoothd has from the session's listing
+    /// (`BlueZSession.listing`; their changes come as session events).
     private func adapterAvailable(path: ObjectPath) {
         adapterGone()
-        let attempt = session.generation
         // What bluetoothd already has: centrals connected before gattd (re)started are
         // known, not announced.
-        connection.call(
-            destination: BlueZNames.service, path: BlueZNames.root, interface: Freedesktop.objectManager,
-            member: Freedesktop.getManagedObjects
-        ) { [weak self] result in
-            guard let self, self.session.isCurrent(attempt) else { return }
-            guard case .success(let reply) = result, let objects = (try? reply.arguments())?.first?.dictionaryEntries
-            else {
-                if case .failure(let error) = result {
-                    self.logger.error(
-                        "cannot learn the centrals bluetoothd has; those connected now are not checked",
-                        metadata: ["error": "\(error.name): \(error.message)"])
-                }
-                return
+        var foundConnected: [(String, String)] = []
+        for object in session.listing {
+            if object.path == path, let adapter = object.interfaces[BlueZNames.adapter] {
+                adapterProperties(Array(adapter.keys))
             }
-            var foundConnected: [(String, String)] = []
-            for entry in objects {
-                let interfaces = entry.value
-                if entry.key.asObjectPath == path,
-                    let adapter = interfaces.dictionaryEntries?.first(where: { $0.key.asString == BlueZNames.adapter })?
-                        .value.variantDictionaryEntries
-                {
-                    adapterProperties(adapter.map(\.0))
-                }
-                guard let device = entry.key.asObjectPath, device.isDescendant(of: path), centrals[device.rawValue] == nil,
-                    let properties = interfaces.dictionaryEntries?.first(where: {
-                        $0.key.asString == BlueZNames.device
-                    })?.value.variantDictionaryEntries
-                else { continue }
-                let values = Dictionary(properties, uniquingKeysWith: { $1 })
-                let connected = values["Connected"]?.asBool ?? false
-                var central = Central(
-                    address: values["Address"]?.asString, addressType: values["AddressType"]?.asString,
-                    name: values["Name"]?.asString, connected: connected,
-                    paired: values["Paired"]?.asBool ?? false, bonded: values["Bonded"]?.asBool,
-                    trusted: values["Trusted"]?.asBool ?? false, connectedSince: connected ? Self.now() : nil)
-                // Known, not announced: a program learns it from ListCentrals, and its
-                // disconnection names this address.
-                if connected, let address = central.address {
-                    central.announced = (address, central.addressType)
-                    foundConnected.append((device.rawValue, address))
-                }
-                centrals[device.rawValue] = central
+            guard object.path.isDescendant(of: path), centrals[object.path.rawValue] == nil,
+                let values = object.interfaces[BlueZNames.device]
+            else { continue }
+            let connected = values["Connected"]?.asBool ?? false
+            var central = Central(
+                address: values["Address"]?.asString, addressType: values["AddressType"]?.asString,
+                name: values["Name"]?.asString, connected: connected,
+                paired: values["Paired"]?.asBool ?? false, bonded: values["Bonded"]?.asBool,
+                trusted: values["Trusted"]?.asBool ?? false, connectedSince: connected ? Self.now() : nil)
+            // Known, not announced: a program learns it from ListCentrals, and its
+            // disconnection names this address.
+            if connected, let address = central.address {
+                central.announced = (address, central.addressType)
+                foundConnected.append((object.path.rawValue, address))
             }
-            for (device, address) in foundConnected.sorted(by: { $0.0 < $1.0 }) { onFoundConnected?(device, address) }
+            centrals[object.path.rawValue] = central
         }
+        for (device, address) in foundConnected.sorted(by: { $0.0 < $1.0 }) { onFoundConnected?(device, address) }
     }
 
     /// How bluetoothd shares notify sockets, from the names of the adapter's properties

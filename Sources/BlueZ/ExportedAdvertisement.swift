@@ -8,7 +8,7 @@ internal import DBusKit
 /// Properties come from the one table `AdvertisementDefinition.leProperties`; unset ones
 /// are omitted. `Release()` (sent by bluetoothd with NO_REPLY when the advertisement's
 /// `Timeout` expires or its adapter goes away) is passed to `onRelease` only when it
-/// comes from `trustedSender`, the current `org.bluez` owner.
+/// comes from the current `org.bluez` owner (the session's).
 final class ExportedAdvertisement: DBusObject {
     static let interface = DBusInterface(
         name: BlueZNames.advertisement,
@@ -20,13 +20,15 @@ final class ExportedAdvertisement: DBusObject {
         didSet { properties = definition.leAdvertisementProperties }
     }
     private(set) var properties: [(String, DBusValue)]
-    var trustedSender: String?
+    /// Knows the current `org.bluez` owner, the only caller of `Release` trusted.
+    private unowned let session: BlueZSession
     var onRelease: (() -> Void)?
 
     let interfaces = [ExportedAdvertisement.interface]
 
-    init(path: ObjectPath, definition: AdvertisementDefinition) {
+    init(path: ObjectPath, definition: AdvertisementDefinition, session: BlueZSession) {
         self.path = path
+        self.session = session
         self.definition = definition
         self.properties = definition.leAdvertisementProperties
     }
@@ -36,7 +38,7 @@ final class ExportedAdvertisement: DBusObject {
     }
 
     private func release(_ call: MethodCall) {
-        guard let trustedSender, call.sender == trustedSender else {
+        guard let owner = session.owner, call.sender == owner else {
             call.fail(.accessDenied("Release is accepted from org.bluez only"))
             return
         }

@@ -31,9 +31,10 @@ public final class GattApplication: NotificationSink {
     /// `service`, and the application becomes its notifier's sink.
     /// `remembered`: the handles bluetoothd gave the attributes before (saved state), asked
     /// for again (`HandleLayout`).
+    /// `session`: whose owner alone may call the objects.
     public init(
-        configuration: Configuration, service: RequestService, connection: BusConnection, logger: Logger,
-        remembered: AttributeHandles = AttributeHandles()
+        configuration: Configuration, service: RequestService, connection: BusConnection, session: BlueZSession,
+        logger: Logger, remembered: AttributeHandles = AttributeHandles()
     ) throws(DBusError) {
         self.rootPath = BlueZNames.applicationRoot
         self.connection = connection
@@ -41,7 +42,7 @@ public final class GattApplication: NotificationSink {
         self.logger = logger
         self.requests = GattRequestHandler(
             service: service, sockets: AcquiredSockets(loop: connection.loop, service: service, logger: logger),
-            logger: logger)
+            session: session, logger: logger)
         handles = HandleBook(requested: AttributeHandles(), logger: logger)
         try build(configuration, remembered: remembered)
         service.notifier.sink = self
@@ -51,7 +52,7 @@ public final class GattApplication: NotificationSink {
     /// the services of `configuration`, backed by `service`'s (new) database. Call it only
     /// while the application is not registered: bluetoothd removes a registered service
     /// on `InterfacesRemoved` and ignores `InterfacesAdded` (docs/bluez-contract.md §1).
-    /// The trusted sender carries over.
+    /// The trusted sender stays the session's owner.
     /// Attributes that stay keep their handles; new ones go after them (`HandleLayout`).
     public func rebuild(configuration: Configuration, service: RequestService) throws(DBusError) {
         let remembered = handles.current
@@ -63,8 +64,7 @@ public final class GattApplication: NotificationSink {
         database = service.database
         requests = GattRequestHandler(
             service: service, sockets: AcquiredSockets(loop: connection.loop, service: service, logger: logger),
-            logger: logger)
-        requests.trustedSender = previous.trustedSender
+            session: previous.session, logger: logger)
         requests.sockets.onCentralSubscription = onCentralSubscription
         requests.sockets.model = previous.sockets.model
         try build(configuration, remembered: remembered)
@@ -91,23 +91,9 @@ public final class GattApplication: NotificationSink {
         }
     }
 
-    /// The unique name of the `org.bluez` owner whose calls are trusted (kept here, beside
-    /// the objects, for the check on every call; `handle(_:)` follows the session).
-    public var trustedSender: String? {
-        get { requests.trustedSender }
-        set { requests.trustedSender = newValue }
-    }
-
-    /// Follows the session: only the current `org.bluez` owner may call the objects. Add
-    /// it to the session's observers first, so no other observer acts while the old owner
-    /// is still trusted.
-    public func handle(_ event: BlueZSession.Event) {
-        switch event {
-        case .appeared(let owner): trustedSender = owner
-        case .vanished: trustedSender = nil
-        default: break
-        }
-    }
+    /// The unique name of the `org.bluez` owner whose calls are trusted: the session's
+    /// (`BlueZSession.owner`), which it sets before any observer hears of the change.
+    public var trustedSender: String? { requests.trustedSender }
 
     public var serviceCount: Int { services.count }
 

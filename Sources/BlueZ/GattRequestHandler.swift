@@ -19,18 +19,23 @@ final class GattRequestHandler {
     /// The socket paths (`AcquireNotify`, `AcquireWrite`) of this tree's characteristics.
     let sockets: AcquiredSockets
     let logger: Logger
-    /// The unique bus name of the current `org.bluez` owner, nil while BlueZ is absent.
-    var trustedSender: String?
+    /// Knows the current `org.bluez` owner, the only caller trusted.
+    let session: BlueZSession
     /// The `device` option of the previous request, reused while the same central asks.
     private var lastDevice: String?
     /// The `link` option of the previous request, reused while it is the same.
     private var lastLink: String?
 
-    init(service: RequestService, sockets: AcquiredSockets, logger: Logger) {
+    init(service: RequestService, sockets: AcquiredSockets, session: BlueZSession, logger: Logger) {
         self.service = service
         self.sockets = sockets
+        self.session = session
         self.logger = logger
     }
+
+    /// The unique bus name of the current `org.bluez` owner, nil while BlueZ is absent: the
+    /// session's, read on every call, never a copy.
+    var trustedSender: String? { session.owner }
 
     /// Runs `step` (one row of `GattInterfaces`) for `attribute` when bluetoothd called;
     /// refuses anyone else, and answers a call `step` finds malformed with its error.

@@ -166,3 +166,22 @@ public struct ControlPort {
         self.confirmations = confirmations
     }
 }
+
+extension ControlPort {
+    /// The daemon's port: every part from the peripheral (advertising, centrals, the
+    /// application's sockets and handles) and from `pairing` (the window and the numeric
+    /// comparisons, nil when gattd does not pair).
+    public init(_ peripheral: Peripheral, security: SecurityDefinition, pairing: Pairing) {
+        let application = peripheral.application
+        self.init(
+            advertising: Advertising(peripheral.advertiser), security: security,
+            pairingWindow: pairing.controlWindow, centrals: Centrals(peripheral.centrals),
+            acquiredSockets: { [unowned application] id in application.acquiredSockets(of: id) },
+            sendToCentrals: { [unowned application] attribute, value, targets in
+                application.send(attribute, value: value, to: targets)
+            },
+            centralSubscriptions: { [unowned application] in application.centralSubscriptions() },
+            characteristicHandles: { [unowned application] in application.currentHandles.characteristics },
+            confirmations: pairing.controlConfirmations)
+    }
+}

@@ -2,7 +2,6 @@
 
 public import BLEModel
 public import BlueZ
-public import DBusKit
 import DaemonCore
 public import Logging
 public import Mainloop
@@ -24,10 +23,9 @@ public final class Pairing {
     /// The `onConfirm` programs deciding, by address.
     private var confirmPrograms: [String: ChildProcess] = [:]
 
-    public init(
-        definition: SecurityDefinition, connection: BusConnection, session: BlueZSession, loop: EventLoop,
-        logger: Logger
-    ) throws(DBusError) {
+    /// Carries out `definition` with the peripheral's pairing agent and window (nil when it
+    /// does not pair).
+    public init(definition: SecurityDefinition, peripheral: Peripheral, loop: EventLoop, logger: Logger) {
         self.definition = definition
         policy = PairingPolicy(definition)
         self.loop = loop
@@ -35,16 +33,8 @@ public final class Pairing {
         confirmations =
             definition.pairing == .numericComparison
             ? PendingConfirmations(timeout: .seconds(definition.confirmSeconds), clock: .loop(loop)) : nil
-        if definition.pairs {
-            let agent = PairingAgent(mode: definition.pairing, connection: connection, session: session, logger: logger)
-            try agent.start()
-            self.agent = agent
-            window = PairingWindow(
-                policy: definition.pairable, connection: connection, session: session, loop: loop, logger: logger)
-        } else {
-            agent = nil
-            window = nil
-        }
+        agent = peripheral.agent
+        window = peripheral.window
     }
 
     /// The pairing window as the control API sees it (nil when gattd does not pair).

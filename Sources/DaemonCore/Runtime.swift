@@ -50,22 +50,23 @@ public struct RuntimeFactory {
 
     public let loop: EventLoop
     public let state: StateKeeping
-    /// Paces notifications (the loop's clock, or a test's).
-    public let clock: LoopClock
+    /// Where the runtime gets time from: the loop's, or a test's (`RuntimeScheduling`).
+    public let scheduling: RuntimeScheduling
+    /// Paces notifications.
+    public var clock: LoopClock { scheduling.clock }
     /// The value sources' timers.
-    public let timers: UpdateTimers
+    public var timers: UpdateTimers { scheduling.timers }
     /// Learns the MTU from centrals' requests; one for the daemon's life, so it carries over.
     public let mtu: MTUTracker
     public let logger: Logger
 
     public init(
-        loop: EventLoop, state: StateKeeping, clock: LoopClock? = nil, timers: UpdateTimers? = nil,
-        mtu: MTUTracker = MTUTracker(), logger: Logger
+        loop: EventLoop, state: StateKeeping, scheduling: RuntimeScheduling? = nil, mtu: MTUTracker = MTUTracker(),
+        logger: Logger
     ) {
         self.loop = loop
         self.state = state
-        self.clock = clock ?? .loop(loop)
-        self.timers = timers ?? .loop(loop)
+        self.scheduling = scheduling ?? .loop(loop)
         self.mtu = mtu
         self.logger = logger
     }
@@ -150,7 +151,8 @@ public struct RuntimeFactory {
             statePath = store.path
         }
         let persistence = Persistence(
-            configuration: configuration, database: database, storage: storage, scheduling: .loop(loop), logger: logger)
+            configuration: configuration, database: database, storage: storage, scheduling: scheduling.persistence,
+            logger: logger)
         if let statePath { logger.info("state", metadata: ["path": "\(statePath)"]) }
         return persistence
     }

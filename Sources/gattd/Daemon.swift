@@ -26,13 +26,14 @@ final class Daemon {
     let configPath: String
     /// DaemonCore's read/write/notify pipeline; BlueZ and Control call it.
     let service: RequestService
-    let application: GattApplication
-    /// bluetoothd as gattd sees it: the owner of org.bluez, the adapter, its signals.
-    let session: BlueZSession
-    let registrar: BlueZRegistrar
-    let advertiser: Advertiser
+    /// The BlueZ side: session, GATT application, registrar, advertiser, central watch,
+    /// pairing agent and window, assembled once (`Peripheral`).
+    let peripheral: Peripheral
+    var application: GattApplication { peripheral.application }
+    var registrar: BlueZRegistrar { peripheral.registrar }
+    var advertiser: Advertiser { peripheral.advertiser }
     /// Centrals connecting and the adapter's power, for the control API's events.
-    let centrals: CentralWatch
+    var centrals: CentralWatch { peripheral.centrals }
     /// org.gattd.Manager1: the control API for programs on the board (gattctl).
     let control: ControlManager
     /// The pairing agent, the pairing window and bondedOnly (`configuration.security`).
@@ -68,34 +69,18 @@ final class Daemon {
         let served = Self.openChannels(
             configuration, server: channels, psmFile: ChannelPSMFile(directory: stateDirectory), logger: logger)
         (service, runtime) = factory.makeService(served)
-        application = try GattApplication(
-            configuration: served, service: service, connection: connection, logger: logger,
-            remembered: runtime.persistence?.savedHandles ?? AttributeHandles())
-        session = BlueZSession(connection: connection, preferredAdapter: adapter, loop: loop, logger: logger)
-        registrar = BlueZRegistrar(
-            connection: connection, session: session, application: application, loop: loop, logger: logger)
-        advertiser = try Advertiser(
-            configuration: configuration, connection: connection, session: session, loop: loop, logger: logger)
-        let kernel = DoctorProbe.kernelRelease(environment: LoggingBootstrap.processEnvironment())
-        registrar.kernel = kernel
-        advertiser.kernel = kernel
-        centrals = CentralWatch(connection: connection, session: session, logger: logger)
+        peripheral = try Peripheral(
+            configuration: configuration, served: served, service: service, connection: connection,
+            preferredAdapter: adapter, loop: loop, logger: logger,
+            remembered: runtime.persistence?.savedHandles ?? AttributeHandles(),
+            kernel: DoctorProbe.kernelRelease(environment: LoggingBootstrap.processEnvironment()))
+        let centrals = peripheral.centrals
         service.centralAddress = { [unowned centrals] device in centrals.address(device: device) }
         channels.devicePath = { [unowned centrals] address, type in centrals.device(address: address, addressType: type) }
-        security = try Pairing(
-            definition: configuration.security, connection: connection, session: session, loop: loop, logger: logger)
-        let port = ControlPort(
-            advertising: ControlPort.Advertising(advertiser), security: configuration.security,
-            pairingWindow: security.controlWindow, centrals: ControlPort.Centrals(centrals),
-            acquiredSockets: { [unowned application] id in application.acquiredSockets(of: id) },
-            sendToCentrals: { [unowned application] attribute, value, targets in
-                application.send(attribute, value: value, to: targets)
-            },
-            centralSubscriptions: { [unowned application] in application.centralSubscriptions() },
-            characteristicHandles: { [unowned application] in application.currentHandles.characteristics },
-            confirmations: security.controlConfirmations)
+        security = Pairing(definition: configuration.security, peripheral: peripheral, loop: loop, logger: logger)
         control = ControlManager(
-            configuration: served, service: service, port: port, connection: connection,
+            configuration: served, service: service,
+            port: ControlPort(peripheral, security: configuration.security, pairing: security), connection: connection,
             version: gattdVersion, logger: logger)
         control.busName = controlBusName
         control.channels = configuration.channels.isEmpty ? nil : channels
@@ -175,16 +160,10 @@ final class Daemon {
             self.perform(self.readiness.settlementChanged(self.registration))
         }
         advertiser.onSettled = { [unowned self] in self.perform(self.readiness.settlementChanged(self.registration)) }
-        // Everything that follows bluetoothd hears the session's events in this order: the
-        // GATT objects trust the new owner first; the pairing window reads the adapter's
-        // settings before the agent registers; the registrar registers last, once the
-        // others have followed the adapter.
-        session.observe { [unowned application] in application.handle($0) }
-        session.observe { [unowned security] in security.handle($0) }
-        session.observe { [unowned advertiser] in advertiser.handle($0) }
-        session.observe { [unowned centrals] in centrals.handle($0) }
-        session.observe { [unowned self] in self.adapterChanged($0) }
-        session.observe { [unowned registrar] in registrar.handle($0) }
+        // Everything that follows bluetoothd hears the session's events in the peripheral's
+        // one order; the pairing agent and window, and the daemon, where it puts them.
+        peripheral.follow(
+            pairing: { [unowned security] in security.handle($0) }, daemon: { [unowned self] in self.adapterChanged($0) })
         centrals.onEvent = { [unowned self] event in
             self.control.centralEvent(event)
             if case .connected(let device, let address, _, _) = event {
@@ -209,7 +188,7 @@ final class Daemon {
         // advertisement is never registered; the control API is served from here on.
         control.restoreAdvertisementStates()
         control.start()
-        session.start()
+        peripheral.start()
         runtime.start()
     }
 
@@ -304,8 +283,7 @@ final class Daemon {
         // bluetoothd's comings and goings no longer matter; what is registered is unregistered
         // on the adapter in use. All at once (each bounded by a 1 s call timeout), so a
         // bluetoothd that never answers costs one timeout, not three.
-        session.stop()
-        var pending = 3
+        var pending = 2
         let finished = { [unowned self] in
             pending -= 1
             guard pending == 0 else { return }
@@ -314,8 +292,7 @@ final class Daemon {
             self.flushState()
             self.loop.stop()
         }
-        advertiser.stop(completion: finished)
-        registrar.stop(completion: finished)
+        peripheral.stop(completion: finished)
         security.stop(completion: finished)
     }
 

@@ -7,10 +7,11 @@ import Logging
 import Mainloop
 import TestSupport
 
-/// gattd's BlueZ side on a private bus, wired as the daemon wires it: the BlueZ session,
-/// the GATT application, the registrar and the advertiser on one connection, following the
-/// session in the daemon's order, their back-offs on a `ManualScheduler`; `FakeBlueZ`
-/// instances play bluetoothd on their own connections, on the same loop.
+/// gattd's BlueZ side on a private bus, assembled as the daemon assembles it (`Peripheral`:
+/// the BlueZ session, the GATT application, the registrar, the advertiser and the central
+/// watch on one connection, following the session in the daemon's order), its back-offs on
+/// a `ManualScheduler`; `FakeBlueZ` instances play bluetoothd on their own connections, on
+/// the same loop.
 final class BlueZFixture {
     static let configurationText = """
         {"version": 1, "services": [
@@ -38,13 +39,16 @@ final class BlueZFixture {
     let connection: BusConnection
     let clock = ManualScheduler()
     let configuration: Configuration
+    /// Builds the runtime, as the daemon's does; tests build a reload's service with it.
+    let factory: RuntimeFactory
     let database: AttributeDatabase
     let runtime: Runtime
     let service: RequestService
-    let application: GattApplication
-    let session: BlueZSession
-    let registrar: BlueZRegistrar
-    let advertiser: Advertiser
+    let peripheral: Peripheral
+    var application: GattApplication { peripheral.application }
+    var session: BlueZSession { peripheral.session }
+    var registrar: BlueZRegistrar { peripheral.registrar }
+    var advertiser: Advertiser { peripheral.advertiser }
     /// Every state the registrar went through, in order.
     var registrarStates: [BlueZRegistrar.State] = []
 
@@ -55,23 +59,17 @@ final class BlueZFixture {
         configuration = try ConfigurationLoader.parse(Array(configurationText.utf8)).get().configuration
         let logger = quietLogger
         // As the daemon builds it, with nothing saved and notifications paced by `clock`.
-        let factory = RuntimeFactory(loop: loop, state: .none, clock: clock.clock, logger: logger)
+        factory = RuntimeFactory(
+            loop: loop, state: .none,
+            scheduling: RuntimeScheduling(clock: clock.clock, timers: .loop(loop), persistence: .loop(loop)),
+            logger: logger)
         (service, runtime) = factory.makeService(configuration)
         database = runtime.database
-        application = try GattApplication(
-            configuration: configuration, service: service, connection: connection, logger: logger)
-        session = BlueZSession(
-            connection: connection, preferredAdapter: preferredAdapter, loop: loop, logger: logger, clock: clock.clock)
-        registrar = BlueZRegistrar(
-            connection: connection, session: session, application: application, loop: loop, logger: logger,
-            clock: clock.clock)
-        advertiser = try Advertiser(
-            configuration: configuration, connection: connection, session: session, loop: loop, logger: logger,
-            clock: clock.clock)
-        registrar.onStateChange = { [unowned self] in self.registrarStates.append($0) }
-        session.observe { [unowned application] in application.handle($0) }
-        session.observe { [unowned advertiser] in advertiser.handle($0) }
-        session.observe { [unowned registrar] in registrar.handle($0) }
+        peripheral = try Peripheral(
+            configuration: configuration, served: configuration, service: service, connection: connection,
+            preferredAdapter: preferredAdapter, loop: loop, logger: logger, clock: clock.clock)
+        peripheral.registrar.onStateChange = { [unowned self] in self.registrarStates.append($0) }
+        peripheral.follow()
     }
 
     /// A bluetoothd that owns `org.bluez`, with the adapters named (GATT and advertising managers).
@@ -87,7 +85,7 @@ final class BlueZFixture {
 
     /// Starts the session and waits for the registrar's first answer about `org.bluez`.
     func start() {
-        session.start()
+        peripheral.start()
         loop.run(until: { self.registrar.state != .starting }, timeout: .seconds(10))
     }
 

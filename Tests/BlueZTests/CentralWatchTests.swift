@@ -33,7 +33,7 @@ struct CentralWatchTests {
             session.observe { [unowned watch] in watch.handle($0) }
             session.start()
             f.run { self.session.adapter?.path == hci0 }
-            // The watch's GetManagedObjects went after its AddMatch calls: once bluetoothd
+            // The session's GetManagedObjects went after its AddMatch calls: once bluetoothd
             // has seen gattd's next message, both are in place.
             f.settle(bluez.connection)
         }

@@ -22,14 +22,7 @@ extension BlueZFixture {
     /// `bluez`'s events when it runs.
     func rebuild(noting bluez: FakeBlueZ?, count: @escaping () -> Void) throws -> () -> Void {
         let configuration = try ConfigurationLoader.parse(Array(reloadedText.utf8)).get().configuration
-        let database = AttributeDatabase(configuration: configuration)
-        let mtu = MTUTracker()
-        let service = RequestService(
-            database: database, persistence: nil,
-            notifier: Notifier(
-                configuration: configuration, database: database, clock: clock.clock, mtu: mtu,
-                logger: quietLogger),
-            writeHooks: nil, mtu: mtu, logger: quietLogger)
+        let service = factory.makeService(configuration).service
         return { [application] in
             bluez?.note("rebuild")
             count()

@@ -36,8 +36,10 @@ final class ControlFixture {
     let persistence: Persistence
     let runtime: Runtime
     let service: RequestService
-    let session: BlueZSession
-    let advertiser: Advertiser
+    /// The BlueZ side as the daemon assembles it; never started (no bluetoothd here).
+    let peripheral: Peripheral
+    var session: BlueZSession { peripheral.session }
+    var advertiser: Advertiser { peripheral.advertiser }
     let manager: ControlManager
 
     /// `port` makes the manager's port from the advertiser; by default the port has the
@@ -65,11 +67,11 @@ final class ControlFixture {
         guard let persistence = runtime.persistence else { throw FixtureError.noPersistence }
         self.persistence = persistence
         // No bluetoothd here: the session is never started, so nothing is registered.
-        session = BlueZSession(connection: server, preferredAdapter: nil, loop: loop, logger: quietLogger)
-        advertiser = try Advertiser(
-            configuration: configuration, connection: server, session: session, loop: loop, logger: quietLogger)
+        peripheral = try Peripheral(
+            configuration: configuration, served: configuration, service: service, connection: server,
+            preferredAdapter: nil, loop: loop, logger: quietLogger)
         manager = ControlManager(
-            configuration: configuration, service: service, port: port(advertiser), connection: server,
+            configuration: configuration, service: service, port: port(peripheral.advertiser), connection: server,
             version: "test-1", logger: quietLogger)
     }
 
@@ -134,15 +136,4 @@ final class SignalLog {
 
     var signals: [Signal] = []
     var subscription: SignalSubscription?
-}
-
-/// A `StateStorage` that keeps documents in memory and can be told to fail.
-final class MemoryStorage: StateStorage {
-    var saved: [StateDocument] = []
-    var failure: StateStoreError?
-
-    func save(_ document: StateDocument) throws(StateStoreError) {
-        if let failure { throw failure }
-        saved.append(document)
-    }
 }

@@ -48,13 +48,14 @@ struct HandlerTests {
     private final class Fixture {
         let database: AttributeDatabase
         let service: RequestService
+        let runtime: Runtime
         let handler = FakeHandler(":1.9 /sensor")
         let scheduler = ManualScheduler()
 
         init() throws {
             let configuration = try liveConfiguration(definition)
-            database = AttributeDatabase(configuration: configuration)
-            service = unsavedService(configuration, database, clock: scheduler.clock)
+            (service, runtime) = try unsavedService(configuration, scheduler: scheduler)
+            database = runtime.database
         }
 
         /// Starts a read; returns a box the answer lands in.

@@ -3,6 +3,7 @@
 import BLEModel
 import DaemonCore
 import Foundation
+import Mainloop
 import TestSupport
 
 /// Parses a configuration that the test knows to be valid.
@@ -10,15 +11,15 @@ func liveConfiguration(_ json: String) throws -> Configuration {
     try ConfigurationLoader.parse(Array(json.utf8)).get().configuration
 }
 
-/// A service with no persistence and no write hooks, its notifier pacing on `clock`: for
-/// suites that check reads, writes and notifications, not saves or hooks.
-func unsavedService(_ configuration: Configuration, _ database: AttributeDatabase, clock: LoopClock) -> RequestService {
-    let mtu = MTUTracker()
-    return RequestService(
-        database: database, persistence: nil,
-        notifier: Notifier(
-            configuration: configuration, database: database, clock: clock, mtu: mtu, logger: quietLogger),
-        writeHooks: nil, mtu: mtu, logger: quietLogger)
+/// A service and its runtime built by the factory as the daemon builds them, with nothing
+/// saved and all its time on `scheduler`: for suites that check reads, writes and
+/// notifications, not saves or hooks.
+func unsavedService(_ configuration: Configuration, scheduler: ManualScheduler) throws -> (
+    service: RequestService, runtime: Runtime
+) {
+    let factory = RuntimeFactory(
+        loop: try EventLoop(), state: .none, scheduling: scheduler.scheduling, logger: quietLogger)
+    return factory.makeService(configuration)
 }
 
 /// A scratch directory with small files and executable scripts.

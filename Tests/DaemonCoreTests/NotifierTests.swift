@@ -21,14 +21,15 @@ struct NotifierTests {
         let clock = ManualScheduler()
         let database: AttributeDatabase
         let service: RequestService
+        let runtime: Runtime
         var notifier: Notifier { service.notifier }
         var sent: [(id: String, value: [UInt8])] = []
         var ready: [String] = []
 
         init() throws {
             let configuration = try liveConfiguration(definition)
-            database = AttributeDatabase(configuration: configuration)
-            service = unsavedService(configuration, database, clock: clock.clock)
+            (service, runtime) = try unsavedService(configuration, scheduler: clock)
+            database = runtime.database
             service.notifier.sink = self
             service.onReadyToUpdate = { [unowned self] in ready.append($0.id) }
             for attribute in database.attributes { database.setNotifying(attribute, true) }

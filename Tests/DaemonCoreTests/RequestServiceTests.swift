@@ -2,6 +2,7 @@
 
 import BLEModel
 import DaemonCore
+import Mainloop
 import TestSupport
 import Testing
 
@@ -17,43 +18,32 @@ private let definition = """
 
 /// The write and read pipelines of `RequestService`, with the persistence's "end of
 /// iteration" run by hand so the order of save and reply is visible.
+private enum FixtureError: Error { case noPersistence }
+
 @Suite("Request service: one pipeline for centrals and programs")
 struct RequestServiceTests {
     private final class Fixture: NotificationSink {
         let database: AttributeDatabase
         let persistence: Persistence
         let service: RequestService
+        let runtime: Runtime
         let scheduler = ManualScheduler()
-        var saved: [StateDocument] = []
-        var saveFailure: StateStoreError?
+        let storage = MemoryStorage()
+        var saved: [StateDocument] { storage.saved }
         var events: [String] = []
 
         init() throws {
             let configuration = try liveConfiguration(definition)
-            database = AttributeDatabase(configuration: configuration)
-            persistence = Persistence(
-                configuration: configuration, database: database, storage: storage,
-                scheduling: scheduler.persistenceScheduling, logger: quietLogger)
-            let mtu = MTUTracker()
-            let notifier = Notifier(
-                configuration: configuration, database: database, clock: scheduler.clock, mtu: mtu, logger: quietLogger)
-            service = RequestService(
-                database: database, persistence: persistence, notifier: notifier, writeHooks: nil, mtu: mtu,
+            // As the daemon builds it, with the state in `storage` and the time on `scheduler`.
+            let factory = RuntimeFactory(
+                loop: try EventLoop(), state: .storage(storage, saved: nil), scheduling: scheduler.scheduling,
                 logger: quietLogger)
-            notifier.sink = self
-            storage.owner = self
-        }
-
-        private let storage = Storage()
-        final class Storage: StateStorage {
-            weak var owner: Fixture?
-            func save(_ document: StateDocument) throws(StateStoreError) { try owner?.save(document) }
-        }
-
-        func save(_ document: StateDocument) throws(StateStoreError) {
-            if let saveFailure { throw saveFailure }
-            events.append("saved")
-            saved.append(document)
+            (service, runtime) = factory.makeService(configuration)
+            database = runtime.database
+            guard let persistence = runtime.persistence else { throw FixtureError.noPersistence }
+            self.persistence = persistence
+            service.notifier.sink = self
+            storage.onSave = { [unowned self] _ in self.events.append("saved") }
         }
 
         func send(_ attribute: Attribute, value: [UInt8]) -> Bool {
@@ -144,7 +134,7 @@ struct RequestServiceTests {
     @Test("a failed save refuses the write and puts the last saved value back")
     func failedSave() throws {
         let f = try Fixture()
-        f.saveFailure = StateStoreError(operation: "write", path: "/x", code: 28)
+        f.storage.failure = StateStoreError(operation: "write", path: "/x", code: 28)
         var outcome: Result<Void, WriteFailure>?
         f.service.write(f.database["label"]!, bytes: Array("lost".utf8), AttributeRequest()) { outcome = $0 }
         f.endIteration()

@@ -17,12 +17,6 @@ private let definition = """
      "advertisements": [{"id": "main", "type": "peripheral", "localName": "rt"}]}
     """
 
-/// Keeps saved documents in memory.
-private final class KeptStorage: StateStorage {
-    var saved: [StateDocument] = []
-    func save(_ document: StateDocument) throws(StateStoreError) { saved.append(document) }
-}
-
 @Suite("Runtime factory: one runtime per served configuration")
 struct RuntimeFactoryTests {
     private final class Fixture {
@@ -35,7 +29,9 @@ struct RuntimeFactoryTests {
         init(saved: StateLoadResult? = nil) throws {
             loop = try EventLoop()
             factory = RuntimeFactory(
-                loop: loop, state: .storage(KeptStorage(), saved: saved), timers: timers.updateTimers, logger: quietLogger)
+                loop: loop, state: .storage(MemoryStorage(), saved: saved),
+                scheduling: RuntimeScheduling(clock: .loop(loop), timers: timers.updateTimers, persistence: .loop(loop)),
+                logger: quietLogger)
             (service, runtime) = factory.makeService(try liveConfiguration(definition))
         }
     }

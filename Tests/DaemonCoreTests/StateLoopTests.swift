@@ -16,21 +16,13 @@ private let definition = """
       ]}]}
     """
 
-private final class CountingStorage: StateStorage {
-    var saved: [StateDocument] = []
-
-    func save(_ document: StateDocument) throws(StateStoreError) {
-        saved.append(document)
-    }
-}
-
 /// Persistence driven by the real event loop, scheduled as the daemon schedules it.
 @Suite("Persistence on the event loop")
 struct StateLoopTests {
-    private static func make(_ loop: EventLoop, delay: Duration) throws -> (AttributeDatabase, Persistence, CountingStorage) {
+    private static func make(_ loop: EventLoop, delay: Duration) throws -> (AttributeDatabase, Persistence, MemoryStorage) {
         let configuration = try ConfigurationLoader.parse(Array(definition.utf8)).get().configuration
         let database = AttributeDatabase(configuration: configuration)
-        let storage = CountingStorage()
+        let storage = MemoryStorage()
         let persistence = Persistence(
             configuration: configuration, database: database, storage: storage, scheduling: .loop(loop),
             timerSaveDelay: delay)

@@ -22,21 +22,11 @@ private let definition = """
       ]}]}
     """
 
-private final class RecordingStorage: StateStorage {
-    var saved: [StateDocument] = []
-    var failure: StateStoreError?
-
-    func save(_ document: StateDocument) throws(StateStoreError) {
-        if let failure { throw failure }
-        saved.append(document)
-    }
-}
-
 private struct Fixture {
     let configuration: Configuration
     let database: AttributeDatabase
     let scheduler = ManualScheduler()
-    let storage = RecordingStorage()
+    let storage = MemoryStorage()
     let log = RecordedLog()
     let persistence: Persistence
 

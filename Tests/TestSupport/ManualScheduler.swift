@@ -52,6 +52,11 @@ public final class ManualScheduler {
         }
     }
 
+    /// All three, as the runtime factory takes them (`RuntimeFactory(scheduling:)`).
+    public var scheduling: RuntimeScheduling {
+        RuntimeScheduling(clock: clock, timers: updateTimers, persistence: persistenceScheduling)
+    }
+
     /// `Persistence`'s two kinds of later: after the iteration (`endIteration()`) and after
     /// a delay (a one-shot timer).
     public var persistenceScheduling: PersistenceScheduling {
