@@ -69,6 +69,32 @@ struct ChannelRelayTests {
         }
     }
 
+    /// Runs `loop` until `done`; false only when `progress` stood still for `stall`. The
+    /// bound is on a stall, not on the whole transfer, which under qemu-user on a loaded
+    /// machine can take minutes.
+    static func run(
+        _ loop: EventLoop, until done: () -> Bool, stall: Duration = .seconds(30), progress: @escaping () -> Int
+    ) -> Bool {
+        var last = progress()
+        var quiet = Duration.zero
+        var stalled = false
+        let tick = loop.timer(after: .seconds(1), repeating: .seconds(1)) {
+            let now = progress()
+            if now != last {
+                last = now
+                quiet = .zero
+            } else {
+                quiet += .seconds(1)
+                stalled = quiet >= stall
+            }
+        }
+        defer { tick.cancel() }
+        while !done(), !stalled {
+            _ = loop.run(until: { done() || stalled }, timeout: .seconds(3600))
+        }
+        return done()
+    }
+
     @Test("both ways at once: every datagram, in order, with back-pressure; bytes counted")
     func bothWays() throws {
         let loop = try EventLoop()
@@ -81,7 +107,10 @@ struct ChannelRelayTests {
         let count = 4000
         let up = Stream(count: count, send: ends.central.test, receive: ends.program.test, loop: loop)
         let down = Stream(count: count, send: ends.program.test, receive: ends.central.test, loop: loop)
-        #expect(loop.run(until: { up.received == count && down.received == count }, timeout: .seconds(60)))
+        #expect(
+            Self.run(
+                loop, until: { up.received == count && down.received == count },
+                progress: { up.sent + up.received + down.sent + down.received }))
         #expect(up.broken == nil && down.broken == nil)
         let total = UInt64((0..<count).reduce(0) { $0 + Self.length($1) })
         #expect(relay.bytesFromCentral == total && relay.bytesToCentral == total)
