@@ -91,7 +91,8 @@ public enum KnownProblems {
                 + "MGMT Add Extended Advertising Data with extra bytes, which these kernels reject (Invalid Parameters)",
             remedy: "upgrade bluetoothd to 5.87 or later (or a build with BlueZ commit 2a6968b40), or boot a kernel "
                 + "with the check relaxed again (Linux \"Bluetooth: MGMT: Fix backward compatibility with "
-                + "userspace\"; on Raspberry Pi 6.18.37 works) or one from before it (6.12.87 worked); "
+                + "userspace\"; on Raspberry Pi 6.18.37 works) or one from before it (6.12.87 worked; Debian 13's "
+                + "6.12.117 does not have the check: 5.82 and 5.87 advertise on it); "
                 + "nothing in gattd's configuration avoids it",
             references: ["bluez/bluez#2268", "bluez/bluez#2269", "raspberrypi/linux#7473", "BlueZ commit 2a6968b40"],
             bluetoothd: BlueZVersion(5, 56)...BlueZVersion(5, 86), kernels: ["6.12.93", "6.18.34"],
