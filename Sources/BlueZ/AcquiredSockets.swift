@@ -64,19 +64,23 @@ final class AcquiredSockets {
     /// A shared socket bluetoothd lost (5.66) that still holds values it has not read. It
     /// reads both sockets, in either order, so values for the new socket wait until the old
     /// one is read empty (or `switchLimit` passes); then it is closed and they are sent.
+    /// The poll watches the kernel (a loop timer); the limit is a wait of notifications, so
+    /// it runs on the clock that paces them (the loop's in the daemon, a test's by hand).
     final class Switch {
         var old: [Socket]
         /// Values sent meanwhile, in order (at most `heldLimit`).
         var held: [[UInt8]] = []
         var dropped = 0
         var poll: LoopTimer?
-        var limit: LoopTimer?
+        /// Cancels the limit's timer.
+        var cancelLimit: (() -> Void)?
 
         init(old: [Socket]) { self.old = old }
 
         func cancel() {
             poll?.cancel()
-            limit?.cancel()
+            cancelLimit?()
+            cancelLimit = nil
             for socket in old { socket.close() }
             old = []
         }
@@ -209,7 +213,8 @@ final class AcquiredSockets {
             }
             if change.old.isEmpty { self.finishSwitch(attribute, change, late: false) }
         }
-        change.limit = loop.timer(after: Self.switchLimit) { [unowned self, weak change] in
+        let clock = service.notifier.clock
+        change.cancelLimit = clock.at(clock.now() + Self.switchLimit) { [unowned self, weak change] in
             guard let change else { return }
             self.finishSwitch(attribute, change, late: true)
         }

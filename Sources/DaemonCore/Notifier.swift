@@ -74,7 +74,9 @@ public final class Notifier {
     public weak var sink: (any NotificationSink)?
     /// A characteristic whose `SetValue` was refused for a full queue has room again.
     public var onReady: ((Attribute) -> Void)?
-    private let clock: LoopClock
+    /// The clock that paces notifications (the loop's in the daemon, a manual one in
+    /// tests); the BlueZ module times how long held notifications may wait on it too.
+    public let clock: LoopClock
     private let logger: Logger
     /// Lanes of characteristics with `delivery: "all"` or indications only; the others
     /// take the pacer's path alone. Read through `findLane(_:)`.
