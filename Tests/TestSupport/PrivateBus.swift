@@ -9,8 +9,18 @@ public final class PrivateBus {
     public let address: String
     private let pid: pid_t
 
-    /// Whether `dbus-daemon` is installed (gate bus suites on this).
-    public static var isAvailable: Bool { access("/usr/bin/dbus-daemon", X_OK) == 0 }
+    /// Whether `dbus-daemon` is on `PATH` (gate bus suites on this).
+    public static var isAvailable: Bool { executable != nil }
+
+    /// `dbus-daemon` as found on `PATH`, as a shell would find it.
+    static var executable: String? {
+        let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/bin:/bin"
+        for directory in path.split(separator: ":") where !directory.isEmpty {
+            let candidate = "\(directory)/dbus-daemon"
+            if access(candidate, X_OK) == 0 { return candidate }
+        }
+        return nil
+    }
 
     public struct StartError: Error, CustomStringConvertible {
         public let description: String
@@ -44,7 +54,12 @@ public final class PrivateBus {
         posix_spawnattr_setsigmask(&attributes, &emptyMask)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
         var child: pid_t = 0
-        let status = posix_spawn(&child, "/usr/bin/dbus-daemon", &actions, &attributes, &argv, environ)
+        guard let executable = Self.executable else {
+            close(fds[0])
+            close(fds[1])
+            throw StartError(description: "dbus-daemon is not on PATH (Debian: apt install dbus-daemon)")
+        }
+        let status = posix_spawn(&child, executable, &actions, &attributes, &argv, environ)
         close(fds[1])
         guard status == 0 else {
             close(fds[0])
