@@ -142,7 +142,9 @@ def echo(sock, total, kill=None, label='central'):
     thread.start()
     received = 0
     killed = False
-    for index, size in enumerate(plan):
+    expected = 0          # the next SDU's index
+    lost, doubled, first_problem = 0, 0, None
+    while expected < len(plan):
         if kill and not killed and received >= total // 2:
             with open(kill) as f:
                 os.kill(int(f.read().strip()), signal.SIGKILL)
@@ -154,17 +156,38 @@ def echo(sock, total, kill=None, label='central'):
                 print('%s: the channel closed after the program was killed (%s) at %d of %d bytes'
                       % (label, e.strerror, received, total))
                 return time.monotonic() - started
+            if first_problem:
+                break
             raise CheckFailed('%s: recv after %d bytes: %s' % (label, received, e))
         if not got:
             if killed:
                 print('%s: the channel closed after the program was killed, at %d of %d bytes' % (label, received, total))
                 return time.monotonic() - started
+            if first_problem:
+                break
             raise CheckFailed('%s: the channel closed after %d of %d bytes' % (label, received, total))
-        if got != sdu(index, size):
-            seen = struct.unpack('<I', got[:4])[0] if len(got) >= 4 else None
-            raise CheckFailed('%s: SDU %d (%d bytes) came back as %d bytes numbered %s'
-                              % (label, index, size, len(got), seen))
-        received += len(got)
+        seen = struct.unpack('<I', got[:4])[0] if len(got) >= 4 else None
+        if seen is not None and expected <= seen < len(plan) and got == sdu(seen, plan[seen]):
+            if seen > expected:
+                # SDUs expected...seen-1 never came: count them, go on reading to see how
+                # many more go missing (the report says where the channel loses data).
+                lost += seen - expected
+                first_problem = first_problem or 'SDU %d (byte %d) missing' % (expected, sum(plan[:expected]))
+                sock.settimeout(10)
+            expected = seen + 1
+            received += len(got)
+            continue
+        if seen is not None and seen < expected:
+            doubled += 1
+            first_problem = first_problem or 'SDU %d came again after SDU %d' % (seen, expected - 1)
+        else:
+            first_problem = first_problem or 'SDU %d (%d bytes) came back as %d bytes numbered %s' % (
+                expected, plan[expected], len(got), seen)
+            raise CheckFailed('%s: %s' % (label, first_problem))
+    if first_problem:
+        raise CheckFailed('%s: %s; %d of %d SDUs lost, %d doubled, %d bytes received of %d, last SDU seen %d'
+                          % (label, first_problem, lost + len(plan) - expected, len(plan), doubled, received, total,
+                             expected - 1))
     if kill:
         raise CheckFailed('%s: the echo went on after the program was killed' % label)
     thread.join(30)

@@ -27,6 +27,27 @@ STATE=/tmp/gattd-channels-state
 BYTES=${CHANNEL_BYTES:-4194304}
 central() { /usr/bin/python3 -u "$VM/channels_central.py" --own "$HCI1_ADDR" --peer "$HCI0_ADDR" "$@"; }
 
+# what each hop counted when an echo failed: gattd's relay (bytes each way) and the kernel's
+# Bluetooth messages
+echo_failed() {
+    wait_for_line "$OUT/gattd.log" 'channel closed' 10
+    echo "gattd's channels so far (bytes.in: read from the central, bytes.out: sent to it):"
+    grep 'channel closed' "$OUT/gattd.log" | sed 's/^/  /'
+    echo "kernel:"; dmesg | grep -i -E 'bluetooth|l2cap' | tail -20 | sed 's/^/  /'
+    exit 1
+}
+# gattd's CPU time so far, in milliseconds (user + system, /proc/PID/stat)
+cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ print int(($14 + $15) * 1000 / hz) }' "/proc/$gattd/stat"; }
+# measured NAME COMMAND...: runs COMMAND (an echo of $BYTES each way), then prints gattd's CPU
+# time during it per MiB relayed (BENCHMARKS.md)
+measured() {
+    local name=$1 before after; shift
+    before=$(cpu_ms)
+    "$@" || return 1
+    after=$(cpu_ms)
+    echo "$name: gattd used $((after - before)) ms of CPU for $BYTES bytes each way" \
+        "($(( (after - before) * 1048576 / BYTES )) ms per MiB each way)"
+}
 install_gattd_policy
 gattd=
 trap 'kill "${gattd:-}" 2>/dev/null' EXIT
@@ -51,7 +72,7 @@ grep -q "channel listening .*channel=echo psm=0x$(printf %x "$echo_psm")" "$OUT/
 echo "PSMs read over ATT: echo $echo_psm (kernel-chosen), fixed 145, untaken 146, broken 147 ($(elapsed) s)"
 
 echo "== echo through a relayed program, $BYTES bytes each way"
-central echo "$echo_psm" "$BYTES" || exit 1
+measured "relayed through cat" central echo "$echo_psm" "$BYTES" || echo_failed
 wait_for_line "$OUT/gattd.log" "channel closed: the central closed the channel.*bytes.in=$BYTES bytes.out=$BYTES" 30 \
     || { echo "FAIL: gattd did not log the channel closed with $BYTES bytes each way"; exit 1; }
 echo "gattd counted $BYTES bytes each way ($(elapsed) s)"
@@ -70,7 +91,7 @@ echo "== a registered taker: gattctl channel untaken -- cat"
 "$GATTCTL_BIN" channel untaken -- cat >"$OUT/taker.log" 2>&1 &
 taker=$!
 wait_for_line "$OUT/taker.log" '^taking channel untaken' 10 || exit 1
-central echo "$untaken_psm" "$BYTES" || exit 1
+measured "descriptor passed to gattctl channel (cat)" central echo "$untaken_psm" "$BYTES" || echo_failed
 grep -q "^opened $HCI1_ADDR public psm=$untaken_psm " "$OUT/taker.log" \
     || { echo "FAIL: gattctl channel did not report the channel opened"; cat "$OUT/taker.log"; exit 1; }
 kill -TERM "$taker"; wait "$taker"
