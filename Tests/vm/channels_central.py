@@ -20,7 +20,6 @@ usage: channels_central.py --own ADDR --peer ADDR COMMAND ...
 """
 import argparse
 import ctypes
-import errno
 import os
 import signal
 import socket
@@ -51,17 +50,7 @@ def sockaddr_l2(address, psm):
 
 def read_psms(own, peer):
     """Every PSM characteristic's value, in handle order (Read By Type 0x2803, then Read)."""
-    # Right after gattd restarts the kernel may still be making or ending a link to it (the
-    # last channel's, or one bluetoothd starts): connect says EBUSY until that is over.
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            att = Att(own, peer)
-            break
-        except CheckFailed as e:
-            if not str(e).endswith(os.strerror(errno.EBUSY)) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
+    att = Att(own, peer)
     try:
         handles, start = [], 1
         while start <= 0xFFFF:
