@@ -73,6 +73,27 @@ public enum L2CAPSocket {
         if result < 0, errno != EAGAIN { throw SystemCallError(operation: "recv (accepting the channel)", code: errno) }
     }
 
+    /// Makes a channel's receive buffer hold `bytes` (the kernel counts each queued PDU's
+    /// whole buffer, several times its payload). Before Linux 6.10 the kernel grants the
+    /// central credits as SDUs arrive, not as they are read, and drops an SDU that no longer
+    /// fits this buffer without a word: the buffer is what a reader that falls behind (not
+    /// scheduled for a while, or a slow program) has before data is lost. `SO_RCVBUFFORCE`
+    /// where gattd may (`CAP_NET_ADMIN`), else `SO_RCVBUF`, which the kernel caps at
+    /// `net.core.rmem_max`. Returns the size the kernel then reports (`SO_RCVBUF`), or nil
+    /// when it cannot be read.
+    @discardableResult
+    public static func reserveReceiveBuffer(_ fd: Int32, bytes: Int32) -> Int? {
+        var size = bytes
+        let length = socklen_t(MemoryLayout<Int32>.size)
+        if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, length) != 0 {
+            _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, length)
+        }
+        var actual: Int32 = 0
+        var actualLength = length
+        guard getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &actual, &actualLength) == 0 else { return nil }
+        return Int(actual)
+    }
+
     /// `BT_SNDMTU` (the largest SDU the central takes) and `BT_RCVMTU` of a channel.
     public static func mtus(_ fd: Int32) -> (send: Int, receive: Int) {
         (Int(clinux_l2cap_mtu(fd, 1)), Int(clinux_l2cap_mtu(fd, 0)))

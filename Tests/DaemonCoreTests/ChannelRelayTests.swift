@@ -185,4 +185,29 @@ struct ChannelRelayTests {
         var buffer = [UInt8](repeating: 0, count: 200)
         #expect(buffer.withUnsafeMutableBytes { SeqPacketSocket.receive(ends.central.test, into: $0) } == .closed)
     }
+
+    @Test("an accepted channel's receive buffer grows to what gattd asks, as far as the kernel lets it")
+    func receiveBuffer() throws {
+        let ends = try Ends()
+        defer {
+            SeqPacketSocket.close(ends.central.relay)
+            SeqPacketSocket.close(ends.program.relay)
+        }
+        var before: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        #expect(getsockopt(ends.central.relay, SOL_SOCKET, SO_RCVBUF, &before, &length) == 0)
+        // The kernel doubles what it is given (its bookkeeping) and caps SO_RCVBUF at
+        // net.core.rmem_max unless SO_RCVBUFFORCE is allowed; it never shrinks one below the default.
+        var rmemMax = Int.max
+        if let text = try? String(contentsOfFile: "/proc/sys/net/core/rmem_max", encoding: .utf8),
+            let value = Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        {
+            rmemMax = value
+        }
+        let asked = ChannelServer.receiveBufferBytes
+        let reported = try #require(L2CAPSocket.reserveReceiveBuffer(ends.central.relay, bytes: asked))
+        // SO_RCVBUFFORCE (CAP_NET_ADMIN) gets all of it; SO_RCVBUF as much as rmem_max allows.
+        let possible = [2 * Int(asked), 2 * min(Int(asked), rmemMax)].map { max($0, Int(before)) }
+        #expect(possible.contains(reported))
+    }
 }

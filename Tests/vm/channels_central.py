@@ -121,7 +121,7 @@ def sizes(total, limit):
     return out
 
 
-def echo(sock, total, kill=None, label='central'):
+def echo(sock, total, kill=None, label='central', window=None):
     """Sends total bytes and checks them back; returns seconds. With kill: the program dies
     half way and the channel must close."""
     send_mtu = struct.unpack('<H', sock.getsockopt(SOL_BLUETOOTH, BT_SNDMTU, 2))[0]
@@ -129,10 +129,20 @@ def echo(sock, total, kill=None, label='central'):
     plan = sizes(total, limit)
     errors = []
 
+    # With a window, at most that many bytes are sent and not yet echoed.
+    echoed = threading.Condition()
+    progress = {'echoed': 0, 'ended': False}
+
     def sender():
+        sent = 0
         try:
             for index, size in enumerate(plan):
+                if window:
+                    with echoed:
+                        while sent - progress['echoed'] + size > window and not progress['ended']:
+                            echoed.wait(1)
                 sock.sendall(sdu(index, size))
+                sent += size
         except OSError as e:
             if kill is None:
                 errors.append('send: %s' % e)
@@ -142,7 +152,9 @@ def echo(sock, total, kill=None, label='central'):
     thread.start()
     received = 0
     killed = False
-    for index, size in enumerate(plan):
+    expected = 0          # the next SDU's index
+    missing, late, doubled, first_problem = set(), 0, 0, None
+    while expected < len(plan):
         if kill and not killed and received >= total // 2:
             with open(kill) as f:
                 os.kill(int(f.read().strip()), signal.SIGKILL)
@@ -154,17 +166,58 @@ def echo(sock, total, kill=None, label='central'):
                 print('%s: the channel closed after the program was killed (%s) at %d of %d bytes'
                       % (label, e.strerror, received, total))
                 return time.monotonic() - started
+            if first_problem:
+                break
             raise CheckFailed('%s: recv after %d bytes: %s' % (label, received, e))
         if not got:
             if killed:
                 print('%s: the channel closed after the program was killed, at %d of %d bytes' % (label, received, total))
                 return time.monotonic() - started
+            if first_problem:
+                break
             raise CheckFailed('%s: the channel closed after %d of %d bytes' % (label, received, total))
-        if got != sdu(index, size):
-            seen = struct.unpack('<I', got[:4])[0] if len(got) >= 4 else None
-            raise CheckFailed('%s: SDU %d (%d bytes) came back as %d bytes numbered %s'
-                              % (label, index, size, len(got), seen))
+        seen = struct.unpack('<I', got[:4])[0] if len(got) >= 4 else None
+        if seen is not None and expected <= seen < len(plan) and got == sdu(seen, plan[seen]):
+            if seen > expected:
+                # SDUs expected...seen-1 never came: count them, go on reading to see how
+                # many more go missing (the report says where the channel loses data).
+                missing.update(range(expected, seen))
+                first_problem = first_problem or 'SDU %d (byte %d) missing' % (expected, sum(plan[:expected]))
+                sock.settimeout(10)
+            expected = seen + 1
+            received += len(got)
+            if window:
+                with echoed:
+                    progress['echoed'] = received
+                    echoed.notify()
+            continue
+        if seen is not None and seen in missing and got == sdu(seen, plan[seen]):
+            missing.discard(seen)  # out of order: it came after a later one
+            late += 1
+            received += len(got)
+        elif seen is not None and seen < expected:
+            doubled += 1
+            first_problem = first_problem or 'SDU %d came again after SDU %d' % (seen, expected - 1)
+        else:
+            first_problem = first_problem or 'SDU %d (%d bytes) came back as %d bytes numbered %s' % (
+                expected, plan[expected], len(got), seen)
+            raise CheckFailed('%s: %s' % (label, first_problem))
+    while first_problem and missing:  # late ones may still come after the last
+        try:
+            got = sock.recv(CENTRAL_MTU + 1)
+        except OSError:
+            break
+        seen = struct.unpack('<I', got[:4])[0] if len(got) >= 4 else None
+        if seen not in missing:
+            break
+        missing.discard(seen)
+        late += 1
         received += len(got)
+    if first_problem:
+        raise CheckFailed('%s: %s; of %d SDUs %d came after a later one, %d never came, %d came twice; '
+                          '%d bytes received of %d, last SDU seen %d'
+                          % (label, first_problem, len(plan), late, len(missing) + len(plan) - expected, doubled,
+                             received, total, expected - 1))
     if kill:
         raise CheckFailed('%s: the echo went on after the program was killed' % label)
     thread.join(30)
@@ -181,6 +234,7 @@ def main():
     parser.add_argument('command', choices=['read-psm', 'echo', 'refused', 'parallel'])
     parser.add_argument('args', nargs='*')
     parser.add_argument('--kill')
+    parser.add_argument('--window', type=int, help='bytes sent and not yet echoed at most (default: no limit)')
     args = parser.parse_args()
     try:
         if args.command == 'read-psm':
@@ -189,7 +243,7 @@ def main():
             psm, total = int(args.args[0]), int(args.args[1])
             sock = open_channel(args.own, args.peer, psm)
             send_mtu = struct.unpack('<H', sock.getsockopt(SOL_BLUETOOTH, BT_SNDMTU, 2))[0]
-            seconds = echo(sock, total, kill=args.kill)
+            seconds = echo(sock, total, kill=args.kill, window=args.window)
             sock.close()
             if not args.kill:
                 print('echo: %d bytes each way in order, nothing lost or doubled, in %.1f s (%.0f B/s each way), '
@@ -210,7 +264,7 @@ def main():
             def one(own, label):
                 try:
                     sock = open_channel(own, args.peer, psm)
-                    results[label] = echo(sock, total, label=label)
+                    results[label] = echo(sock, total, label=label, window=args.window)
                     sock.close()
                 except (OSError, CheckFailed) as e:
                     failures.append('%s: %s' % (label, e))

@@ -36,6 +36,8 @@ public final class ChannelServer {
         public var bytesToCentral: UInt64 = 0
         /// `program` (relayed) or `taker` (descriptor passed to a registered program).
         public var takenBy: String
+        /// The channel's receive buffer as the kernel reports it (`SO_RCVBUF`), 0 unknown.
+        public var receiveBuffer = 0
     }
 
     public enum Event: Sendable, Equatable {
@@ -170,7 +172,14 @@ public final class ChannelServer {
         }
     }
 
+    /// What each accepted channel's receive buffer is asked to hold (L2CAPSocket
+    /// .reserveReceiveBuffer): on kernels before 6.10 an SDU that does not fit is lost.
+    public static let receiveBufferBytes: Int32 = 4 << 20
+
     private func arrived(_ definition: ChannelDefinition, fd: Int32, peer: L2CAPSocket.Peer) {
+        // Before the channel is accepted, so that no SDU arrives into a smaller buffer (a
+        // registered taker gets it so too).
+        let receiveBuffer = L2CAPSocket.reserveReceiveBuffer(fd, bytes: Self.receiveBufferBytes)
         // The central's MTU (BT_SNDMTU) is known to the kernel only once the channel is
         // accepted: 0 until then.
         let mtus = L2CAPSocket.mtus(fd)
@@ -180,6 +189,7 @@ public final class ChannelServer {
             device: devicePath(peer.address, peer.addressType) ?? "", sendMTU: max(mtus.send, 0),
             receiveMTU: max(mtus.receive, 0),
             takenBy: definition.program == nil ? "taker" : "program")
+        channel.receiveBuffer = receiveBuffer ?? 0
         nextSerial &+= 1
         if nextSerial == 0 { nextSerial = 1 }
         if let argv = definition.program {
@@ -295,6 +305,7 @@ public final class ChannelServer {
             "channel": "\(channel.channel)", "serial": "\(channel.serial)", "psm": "0x\(String(channel.psm, radix: 16))",
             "address": "\(channel.address)", "address.type": "\(channel.addressType)", "device": "\(channel.device)",
             "mtu.send": "\(channel.sendMTU)", "mtu.receive": "\(channel.receiveMTU)",
+            "receive.buffer": "\(channel.receiveBuffer)",
         ]
     }
 }

@@ -6,7 +6,8 @@
 # characteristic over ATT, then:
 #   1. echo: the kernel-chosen PSM, relayed through a program gattd starts per channel
 #      (sh -c 'exec cat'); CHANNEL_BYTES (default 4 MiB) each way in SDUs of varied size, in
-#      order, nothing lost or doubled;
+#      order, nothing lost or doubled, at most WINDOW bytes unechoed (docs/channels.md: the
+#      kernel reorders SDUs at a receiver whose socket fills); gattd's CPU time per MiB;
 #   2. fixed: PSM 0x91 asked for, relayed through cat;
 #   3. untaken (no program, no registered taker) and broken (a program that cannot start):
 #      the central's connect is refused and gattd logs the cause;
@@ -25,8 +26,33 @@ scenario_binaries
 CONFIG=$VM/configs/channels.json
 STATE=/tmp/gattd-channels-state
 BYTES=${CHANNEL_BYTES:-4194304}
+# The central keeps at most this many bytes sent and not yet echoed (docs/channels.md: on
+# kernels that grant credits for the receive buffer's free bytes, a receiver that falls
+# behind gets SDUs out of order once its socket is full).
+WINDOW=262144
 central() { /usr/bin/python3 -u "$VM/channels_central.py" --own "$HCI1_ADDR" --peer "$HCI0_ADDR" "$@"; }
 
+# what each hop counted when an echo failed: gattd's relay (bytes each way) and the kernel's
+# Bluetooth messages
+echo_failed() {
+    wait_for_line "$OUT/gattd.log" 'channel closed' 10
+    echo "gattd's channels so far (bytes.in: read from the central, bytes.out: sent to it):"
+    grep 'channel closed' "$OUT/gattd.log" | sed 's/^/  /'
+    echo "kernel:"; dmesg | grep -i -E 'bluetooth|l2cap' | tail -20 | sed 's/^/  /'
+    exit 1
+}
+# gattd's CPU time so far, in milliseconds (user + system, /proc/PID/stat)
+cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ print int(($14 + $15) * 1000 / hz) }' "/proc/$gattd/stat"; }
+# measured NAME COMMAND...: runs COMMAND (an echo of $BYTES each way), then prints gattd's CPU
+# time during it per MiB relayed (BENCHMARKS.md)
+measured() {
+    local name=$1 before after; shift
+    before=$(cpu_ms)
+    "$@" || return 1
+    after=$(cpu_ms)
+    echo "$name: gattd used $((after - before)) ms of CPU for $BYTES bytes each way" \
+        "($(( (after - before) * 1048576 / BYTES )) ms per MiB each way)"
+}
 install_gattd_policy
 gattd=
 trap 'kill "${gattd:-}" 2>/dev/null' EXIT
@@ -51,13 +77,13 @@ grep -q "channel listening .*channel=echo psm=0x$(printf %x "$echo_psm")" "$OUT/
 echo "PSMs read over ATT: echo $echo_psm (kernel-chosen), fixed 145, untaken 146, broken 147 ($(elapsed) s)"
 
 echo "== echo through a relayed program, $BYTES bytes each way"
-central echo "$echo_psm" "$BYTES" || exit 1
+measured "relayed through cat" central echo "$echo_psm" "$BYTES" --window "$WINDOW" || echo_failed
 wait_for_line "$OUT/gattd.log" "channel closed: the central closed the channel.*bytes.in=$BYTES bytes.out=$BYTES" 30 \
     || { echo "FAIL: gattd did not log the channel closed with $BYTES bytes each way"; exit 1; }
 echo "gattd counted $BYTES bytes each way ($(elapsed) s)"
 
 echo "== PSM 0x91 asked for, relayed through cat"
-central echo "$fixed_psm" 262144 || exit 1
+central echo "$fixed_psm" 262144 --window "$WINDOW" || echo_failed
 
 echo "== refusals"
 central refused "$untaken_psm" || exit 1
@@ -70,7 +96,7 @@ echo "== a registered taker: gattctl channel untaken -- cat"
 "$GATTCTL_BIN" channel untaken -- cat >"$OUT/taker.log" 2>&1 &
 taker=$!
 wait_for_line "$OUT/taker.log" '^taking channel untaken' 10 || exit 1
-central echo "$untaken_psm" "$BYTES" || exit 1
+measured "descriptor passed to gattctl channel (cat)" central echo "$untaken_psm" "$BYTES" --window "$WINDOW" || echo_failed
 grep -q "^opened $HCI1_ADDR public psm=$untaken_psm " "$OUT/taker.log" \
     || { echo "FAIL: gattctl channel did not report the channel opened"; cat "$OUT/taker.log"; exit 1; }
 kill -TERM "$taker"; wait "$taker"
@@ -80,7 +106,7 @@ echo "the registered taker echoed $BYTES bytes each way; once it left, the chann
 
 echo "== two channels at once (one central, two sockets: btvirt gives two centrals' links to"
 echo "   hci0 one handle, Tests/vm/README.md, gattd-centrals)"
-central --own2 "$HCI1_ADDR" parallel "$echo_psm" 524288 || exit 1
+central --own2 "$HCI1_ADDR" parallel "$echo_psm" 524288 --window "$WINDOW" || exit 1
 
 echo "== the program killed mid-transfer"
 central echo "$echo_psm" 1048576 --kill /tmp/gattd-channel-echo.pid || exit 1
