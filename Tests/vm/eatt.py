@@ -13,18 +13,27 @@ configs/eatt.json. Run by scenarios/gattd-eatt.sh.
             time: a long read must still be one value), of `cmd`, and a 200-byte write to
             `cmd`; then values set with gattctl reach it in order as notifications (socket
             and signal path) and indications.
+            Then a central that speaks ATT itself (kernel sockets on hci1: the ATT fixed
+            channel for the link, and two LE ECRED sockets to PSM 39, the EATT bearers) reads
+            `served` on both bearers at once, piece by piece in turn: both reads are one
+            answer of the handler, the same one (a second long read that starts while the
+            first is under way must not make the first one's pieces come from another value).
   handler   the handler program for `served` (python/gattd): answers each read with a new
             value, 40 times "NNNN|" for its count N.
 """
 import argparse
+import ctypes
 import os
 import re
+import socket
+import struct
 import subprocess
 import sys
 
 import dbus
 
 from bluezcentral import CheckFailed, Central, at_address, bound, run, step
+from longwrite_att import AF_BLUETOOTH, BLOB_REQ, BTPROTO_L2CAP, READ_REQ, Att, sockaddr_l2
 
 SERVICE = '5ec0de10-1234-5678-1234-56789abc0031'
 LONG, SERVED, CMD, TICK, IND, SIG = ('5ec0de1%d-1234-5678-1234-56789abc0031' % n for n in range(1, 7))
@@ -108,6 +117,60 @@ def phase_central(args):
                       for n in ('tick', 'sig', 'ind')])
     central.disconnect(path)
     step('disconnected')
+    phase_raw(args)
+
+
+SOL_BLUETOOTH, BT_RCVMTU, BT_MODE, BT_MODE_EXT_FLOWCTL, EATT_PSM = 274, 13, 15, 0x04, 0x27
+
+
+class Bearer(Att):
+    """An EATT bearer: an LE ECRED L2CAP socket to PSM 39, over the link the ATT fixed
+    channel's socket made. Its receive MTU is 64 (the least ECRED allows), so a 200-byte
+    value takes several pieces."""
+
+    def __init__(self, own, peer, timeout=40):
+        self.sock = socket.socket(AF_BLUETOOTH, socket.SOCK_SEQPACKET, BTPROTO_L2CAP)
+        self.sock.setsockopt(SOL_BLUETOOTH, BT_MODE, BT_MODE_EXT_FLOWCTL)
+        self.sock.setsockopt(SOL_BLUETOOTH, BT_RCVMTU, 64)
+        libc = ctypes.CDLL(None, use_errno=True)
+        for call, address, psm in ((libc.bind, own, 0), (libc.connect, peer, EATT_PSM)):
+            raw = bytearray(sockaddr_l2(address, 0))
+            struct.pack_into('<H', raw, 2, psm)
+            if call(self.sock.fileno(), bytes(raw), len(raw)) != 0:
+                err = ctypes.get_errno()
+                raise CheckFailed('ECRED %s %s: %s' % (call.__name__, address, os.strerror(err)))
+        self.sock.settimeout(timeout)
+        self.peer_requests = []
+
+
+def phase_raw(args):
+    """Two long reads of `served` on two EATT bearers of one central, their pieces in turn."""
+    fixed = Att(args.own, args.peer)
+    handle = fixed.characteristics().get(SERVED)
+    if handle is None:
+        raise CheckFailed('served not found by Read By Type')
+    bearers = [Bearer(args.own, args.peer), Bearer(args.own, args.peer)]
+    step('two EATT bearers open (LE ECRED, PSM 39) beside the ATT fixed channel')
+    for round_ in range(2):
+        values = [bearer.request(struct.pack('<BH', READ_REQ, handle))[1:] for bearer in bearers]
+        if not all(0 < len(v) < 200 for v in values):
+            raise CheckFailed('a 200-byte value should take several pieces: first pieces of %s bytes'
+                              % [len(v) for v in values])
+        while any(len(v) < 200 for v in values):
+            for i, bearer in enumerate(bearers):
+                if len(values[i]) < 200:
+                    piece = bearer.request(struct.pack('<BHH', BLOB_REQ, handle, len(values[i])))[1:]
+                    if not piece:
+                        raise CheckFailed('bearer %d: an empty piece at offset %d' % (i, len(values[i])))
+                    values[i] += piece
+        answers = [one_value(v, 'round %d, bearer %d' % (round_ + 1, i)) for i, v in enumerate(values)]
+        if answers[0] != answers[1]:
+            raise CheckFailed('two long reads under way at once got answers %s' % answers)
+        step('round %d: two long reads of served interleaved on two bearers: one answer (%d)'
+             % (round_ + 1, answers[0]))
+    for bearer in bearers:
+        bearer.close()
+    fixed.close()
 
 
 def phase_handler(args):
@@ -132,6 +195,7 @@ def main():
     parser.add_argument('phase', choices=['central', 'handler'])
     parser.add_argument('--adapter', default='hci1')
     parser.add_argument('--peer', default='00:AA:01:00:00:00')
+    parser.add_argument('--own', default='00:AA:01:01:00:01', help="hci1's address (the raw central)")
     parser.add_argument('--gattctl')
     parser.add_argument('--bluetoothd-log')
     parser.add_argument('--python', default=os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..',

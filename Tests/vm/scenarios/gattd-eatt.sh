@@ -38,7 +38,7 @@ wait_for_line "$OUT/gattd.log" 'control API ready' 30 || exit 1
 wait_for_line "$OUT/handler.log" '^registered' 30 || exit 1
 echo "gattd serves eatt.json, the handler program is registered ($(elapsed) s)"
 
-/usr/bin/python3 -u "$VM/eatt.py" central --adapter hci1 --peer "$HCI0_ADDR" --gattctl "$GATTCTL_BIN" \
+/usr/bin/python3 -u "$VM/eatt.py" central --adapter hci1 --peer "$HCI0_ADDR" --own "$HCI1_ADDR" --gattctl "$GATTCTL_BIN" \
     --bluetoothd-log "$OUT/bluetoothd.log" || exit 1
 sed 's/^/handler: /' "$OUT/handler.log"
 
