@@ -37,7 +37,7 @@ struct LongReadCache {
         guard let index = index(Self.key(id, device)) else { return nil }
         let bytes = entries[index].bytes
         entries[index].touched = now
-        if offset + payload >= bytes.count, entries[index].readers > 0 { entries[index].readers -= 1 }
+        if bytes.count - offset <= payload, entries[index].readers > 0 { entries[index].readers -= 1 }
         return bytes
     }
 

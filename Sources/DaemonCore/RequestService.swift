@@ -122,8 +122,9 @@ public final class RequestService {
             return .now(database.read(attribute, offset: request.offset))
         }
         guard attribute.access.contains(.read) else { return .now(.failure(.readNotPermitted)) }
-        // What one response carries at most: ATT MTU - 1 (23, the minimum, when not given).
-        let payload = max((request.mtu ?? 23) - 1, 1)
+        // What one response carries at most: ATT MTU - 1. Without an MTU no read is taken
+        // for a long one under way (each offset-0 read asks the handler, as before EATT).
+        let payload = request.mtu.map { max($0 - 1, 1) } ?? Int.max
         if request.offset > 0,
             let bytes = longReads.continueRead(
                 of: attribute.id, device: request.device, offset: request.offset, payload: payload, now: now())

@@ -217,6 +217,17 @@ struct HandlerTests {
         #expect(f.handler.reads.count == 3, "a value that fits one response is no long read: each read asks")
     }
 
+    @Test("without an MTU from bluetoothd every offset-0 read asks the handler")
+    func noMTUNoPin() throws {
+        let f = try Fixture()
+        f.service.now = { f.scheduler.now }
+        #expect(f.service.handlers.claim(["temp"], for: f.handler) == nil)
+        _ = f.read("temp")
+        f.handler.reads[0].answer(.answered(Array(repeating: 5, count: 60)))
+        _ = f.read("temp")
+        #expect(f.handler.reads.count == 2)
+    }
+
     @Test("a long read the central abandoned keeps its bytes for new reads only for a while")
     func abandonedLongReadExpires() throws {
         let f = try Fixture()
