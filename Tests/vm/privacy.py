@@ -187,7 +187,7 @@ def phase_first(central, args):
 
 def reply_subscribed(args):
     """Whether gattd has `reply` subscribed now (`gattctl list`)."""
-    listed = json.loads(gattctl(args, 'list', '--json').stdout)
+    listed = [json.loads(line) for line in gattctl(args, 'list', '--json').stdout.splitlines() if line.strip()]
     return [c['subscribed'] for c in listed if c['id'] == 'reply'] == [True]
 
 

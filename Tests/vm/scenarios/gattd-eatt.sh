@@ -24,7 +24,9 @@ cleanup() { kill "${pids[@]}" $gattd 2>/dev/null; echo "$ecred_was" >"$ECRED"; }
 trap cleanup EXIT
 echo Y >"$ECRED"
 echo "enable_ecred: $ecred_was -> $(cat "$ECRED")"
-grep -q '^ExchangeMTU = 100$' "${GATTD_VM_MAIN_CONF:-}" && grep -q '^Channels = 3$' "$GATTD_VM_MAIN_CONF" ||
+# The main.conf bluetoothd was started with (its -f).
+conf=$(tr '\0' '\n' <"/proc/$BLUETOOTHD_PID/cmdline" | sed -n '/^-f$/{n;p;}')
+grep -q '^ExchangeMTU = 100$' "${conf:-/nonexistent}" && grep -q '^Channels = 3$' "$conf" ||
     { echo "FAIL: this scenario wants bluetoothd-eatt.conf (Channels = 3, 5.66's default)"; exit 1; }
 
 STATE=/var/lib/gattd-eatt
