@@ -45,13 +45,17 @@ echo "gattd serves eatt.json, the handler program is registered ($(elapsed) s)"
     --bluetoothd-log "$OUT/bluetoothd.log" || exit 1
 sed 's/^/handler: /' "$OUT/handler.log"
 
-# EATT was in use: btmon saw the ECRED connections succeed and ATT traffic on PSM 39.
-ok=$(grep -c 'Result: Connection successful' "$OUT/btmon.txt")
-awk '/LE Enhanced Credit Connection Response/ { r = 1; next } r && /Result:/ { print "  ecred response: " $0; r = 0 }' \
-    "$OUT/btmon.txt" | sort | uniq -c
-counts=$(awk '/PSM 39/ { eatt = 1; next } /ATT: / { if (eatt) { sub(/.*ATT: /, ""); sub(/ \(0x.*/, ""); n[$0]++ } eatt = 0; next }
-              { if (!/^ /) eatt = 0 } END { for (k in n) printf "%s=%d\n", k, n[k] }' "$OUT/btmon.txt" | sort)
-echo "ATT PDUs on EATT bearers (btmon):"; sed 's/^/  /' <<<"$counts"
+# EATT was in use: btmon saw Enhanced Credit connections succeed and ATT traffic on PSM 39
+# channels in that mode (without enable_ecred 5.66 falls back to LE Flow Control bearers).
+ecred=$(awk '/Enhanced Credit Connection Response/ { r = 1; next }
+             r && /Result:/ { sub(/^ */, ""); print; r = 0 }' "$OUT/btmon.txt" | sort | uniq -c)
+echo "Enhanced Credit Connection Responses (btmon):"; sed 's/^/  /' <<<"$ecred"
+grep -q 'Connection successful' <<<"$ecred" || { echo "FAIL: btmon shows no successful ECRED connection"; exit 1; }
+counts=$(awk '/PSM 39 mode Enhanced Credit/ { eatt = 1; next }
+              /ATT: / { if (eatt) { sub(/.*ATT: /, ""); sub(/ \(0x.*/, ""); n[$0]++ } eatt = 0; next }
+              { eatt = 0 } END { for (k in n) printf "%s=%d\n", k, n[k] }' "$OUT/btmon.txt" | sort)
+echo "ATT PDUs on EATT bearers in Enhanced Credit mode (btmon):"; sed 's/^/  /' <<<"$counts"
+grep -o 'PSM 39 mode [A-Za-z ]*' "$OUT/btmon.txt" | sort | uniq -c | sed 's/^/  btmon: /'
 for op in 'Read Request' 'Read Blob Request' 'Prepare Write Request' 'Handle Value Notification' 'Handle Value Indication'; do
     grep -q "^$op=" <<<"$counts" || { echo "FAIL: btmon shows no $op on an EATT bearer"; exit 1; }
 done
