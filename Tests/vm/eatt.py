@@ -119,7 +119,6 @@ def phase_central(args):
                       for n in ('tick', 'sig', 'ind')])
     central.disconnect(path)
     step('disconnected')
-    phase_raw(args)
 
 
 SOL_BLUETOOTH, BT_RCVMTU, BT_MODE, BT_MODE_EXT_FLOWCTL, EATT_PSM = 274, 13, 15, 0x04, 0x27
@@ -194,7 +193,7 @@ def phase_handler(args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('phase', choices=['central', 'handler'])
+    parser.add_argument('phase', choices=['central', 'raw', 'handler'])
     parser.add_argument('--adapter', default='hci1')
     parser.add_argument('--peer', default='00:AA:01:00:00:00')
     parser.add_argument('--own', default='00:AA:01:01:00:01', help="hci1's address (the raw central)")
@@ -205,6 +204,9 @@ def main():
     args = parser.parse_args()
     if args.phase == 'handler':
         phase_handler(args)
+        return
+    if args.phase == 'raw':
+        run(lambda: phase_raw(args))
         return
     if not args.gattctl or not args.bluetoothd_log:
         parser.error('central needs --gattctl and --bluetoothd-log')

@@ -41,6 +41,10 @@ wait_for_line "$OUT/gattd.log" 'control API ready' 30 || exit 1
 wait_for_line "$OUT/handler.log" '^registered' 30 || exit 1
 echo "gattd serves eatt.json, the handler program is registered ($(elapsed) s)"
 
+# First a central that speaks ATT itself on two ECRED bearers (concurrent long reads of one
+# handler-served value), then bluetoothd's own client as the central.
+/usr/bin/python3 -u "$VM/eatt.py" raw --peer "$HCI0_ADDR" --own "$HCI1_ADDR" || exit 1
+echo "raw EATT central done ($(elapsed) s)"
 /usr/bin/python3 -u "$VM/eatt.py" central --adapter hci1 --peer "$HCI0_ADDR" --own "$HCI1_ADDR" --gattctl "$GATTCTL_BIN" \
     --bluetoothd-log "$OUT/bluetoothd.log" || exit 1
 sed 's/^/handler: /' "$OUT/handler.log"
