@@ -146,6 +146,9 @@ class Bearer(Att):
 
 def phase_raw(args):
     """Two long reads of `served` on two EATT bearers of one central, their pieces in turn."""
+    central = Central(args.adapter)
+    central.power_on()
+    central.forget(args.peer)
     fixed = Att(args.own, args.peer)
     handle = fixed.characteristics().get(SERVED)
     if handle is None:
