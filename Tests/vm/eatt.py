@@ -131,12 +131,13 @@ class Bearer(Att):
 
     def __init__(self, own, peer, timeout=40):
         self.sock = socket.socket(AF_BLUETOOTH, socket.SOCK_SEQPACKET, BTPROTO_L2CAP)
-        self.sock.setsockopt(SOL_BLUETOOTH, BT_RCVMTU, 64)
         libc = ctypes.CDLL(None, use_errno=True)
         for call, address, psm in ((libc.bind, own, 0), (libc.connect, peer, EATT_PSM)):
             if call is libc.connect:
-                # The kernel takes the mode of a bound socket only (one byte).
+                # The kernel takes these of a socket bound to an LE address only: the mode
+                # (one byte) and the receive MTU (two).
                 self.sock.setsockopt(SOL_BLUETOOTH, BT_MODE, bytes([BT_MODE_EXT_FLOWCTL]))
+                self.sock.setsockopt(SOL_BLUETOOTH, BT_RCVMTU, struct.pack('<H', 64))
             raw = bytearray(sockaddr_l2(address, 0))
             struct.pack_into('<H', raw, 2, psm)
             if call(self.sock.fileno(), bytes(raw), len(raw)) != 0:
