@@ -122,38 +122,79 @@ public final class RequestService {
             return .now(database.read(attribute, offset: request.offset))
         }
         guard attribute.access.contains(.read) else { return .now(.failure(.readNotPermitted)) }
-        if request.offset > 0, let bytes = longReads.bytes(of: attribute.id, device: request.device) {
+        // What one response carries at most: ATT MTU - 1. Without an MTU no read is taken
+        // for a long one under way (each offset-0 read asks the handler, as before EATT).
+        let payload = request.mtu.map { max($0 - 1, 1) } ?? Int.max
+        if request.offset > 0,
+            let bytes = longReads.continueRead(
+                of: attribute.id, device: request.device, offset: request.offset, payload: payload, now: now())
+        {
             return .now(Self.slice(bytes, at: request.offset))
+        }
+        let key = attribute.id + "\u{0}" + (request.device ?? "")
+        if request.offset == 0 {
+            // Another long read of this central's is under way (EATT: one per bearer): the same
+            // bytes, or the same answer once the handler gives it (`LongReadCache`).
+            if let bytes = longReads.joinRead(of: attribute.id, device: request.device, payload: payload, now: now()) {
+                return .now(.success(bytes[...]))
+            }
+            if asking[key] != nil {
+                let joined = PendingRead()
+                asking[key]?.append((joined, payload))
+                return .later(joined)
+            }
+            asking[key] = []
         }
         let pending = PendingRead()
         handler.read(attribute, addressed(request), timeout: .milliseconds(attribute.handling.timeoutMs)) { [self] answer in
-            switch answer {
-            case .answered(let bytes):
-                guard (attribute.minLength...attribute.maxLength).contains(bytes.count) else {
-                    logger.warning(
-                        "handler answered a read with a value of the wrong length; refused with 0x0e",
-                        metadata: [
-                            "gatt.id": "\(attribute.id)", "handler": "\(handler.name)", "length": "\(bytes.count)",
-                            "bounds": "\(attribute.minLength)...\(attribute.maxLength)",
-                        ])
-                    pending.finish(.failure(.unlikely))
-                    return
-                }
-                if request.offset == 0 { longReads.remember(bytes, of: attribute.id, device: request.device) }
-                pending.finish(Self.slice(bytes, at: request.offset))
-            case .refused(let error):
-                pending.finish(.failure(error))
-            case .malformed(let reason):
-                pending.finish(.failure(refuseMalformed(handler, attribute, "read", reason)))
-            case .unavailable(let reason):
-                logUnavailable(handler, attribute, "read", reason)
-                switch attribute.handling.fallback {
-                case .storedValue: pending.finish(database.read(attribute, offset: request.offset))
-                case .error(let error): pending.finish(.failure(error))
+            let joined = request.offset == 0 ? asking.removeValue(forKey: key) ?? [] : []
+            let result = readAnswer(answer, attribute, handler, request, payload: payload)
+            pending.finish(result)
+            for (read, payload) in joined {
+                if case .success = result,
+                    let bytes = longReads.joinRead(of: attribute.id, device: request.device, payload: payload, now: now())
+                {
+                    read.finish(.success(bytes[...]))
+                } else {
+                    read.finish(result)
                 }
             }
         }
         return .later(pending)
+    }
+
+    /// A handler's answer to `request` as the central's result; an answer at offset 0 is
+    /// kept for the central's follow-up reads.
+    private func readAnswer(
+        _ answer: HandlerAnswer<[UInt8]>, _ attribute: Attribute, _ handler: any AttributeHandler,
+        _ request: AttributeRequest, payload: Int
+    ) -> Result<ArraySlice<UInt8>, GATTError> {
+        switch answer {
+        case .answered(let bytes):
+            guard (attribute.minLength...attribute.maxLength).contains(bytes.count) else {
+                logger.warning(
+                    "handler answered a read with a value of the wrong length; refused with 0x0e",
+                    metadata: [
+                        "gatt.id": "\(attribute.id)", "handler": "\(handler.name)", "length": "\(bytes.count)",
+                        "bounds": "\(attribute.minLength)...\(attribute.maxLength)",
+                    ])
+                return .failure(.unlikely)
+            }
+            if request.offset == 0 {
+                longReads.remember(bytes, of: attribute.id, device: request.device, payload: payload, now: now())
+            }
+            return Self.slice(bytes, at: request.offset)
+        case .refused(let error):
+            return .failure(error)
+        case .malformed(let reason):
+            return .failure(refuseMalformed(handler, attribute, "read", reason))
+        case .unavailable(let reason):
+            logUnavailable(handler, attribute, "read", reason)
+            switch attribute.handling.fallback {
+            case .storedValue: return database.read(attribute, offset: request.offset)
+            case .error(let error): return .failure(error)
+            }
+        }
     }
 
     /// `request` with the central's address, for a handler or hook.
@@ -172,6 +213,11 @@ public final class RequestService {
     /// The bytes handlers answered at offset 0, per attribute and device, for the
     /// follow-up reads of a long read.
     private var longReads = LongReadCache()
+    /// Offset-0 reads waiting for the answer the handler is asked for the same attribute and
+    /// central (EATT: the same read on two bearers), with the payload of each one's bearer.
+    private var asking: [String: [(PendingRead, Int)]] = [:]
+    /// The time source of `longReads` (a test's manual clock).
+    public var now: () -> ContinuousClock.Instant = { ContinuousClock.now }
 
     private func logUnavailable(_ handler: any AttributeHandler, _ attribute: Attribute, _ operation: String, _ reason: String) {
         let fallback =

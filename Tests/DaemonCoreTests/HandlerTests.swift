@@ -59,9 +59,11 @@ struct HandlerTests {
         }
 
         /// Starts a read; returns a box the answer lands in.
-        func read(_ id: String, offset: Int = 0, device: String = "/dev_A") -> Box<Result<[UInt8], GATTError>> {
+        func read(
+            _ id: String, offset: Int = 0, device: String = "/dev_A", mtu: Int? = nil
+        ) -> Box<Result<[UInt8], GATTError>> {
             let box = Box<Result<[UInt8], GATTError>>()
-            switch service.read(database[id]!, AttributeRequest(device: device, offset: offset)) {
+            switch service.read(database[id]!, AttributeRequest(device: device, offset: offset, mtu: mtu)) {
             case .now(let result): box.value = result.map(Array.init)
             case .later(let pending): pending.whenDone { box.value = $0.map(Array.init) }
             }
@@ -169,6 +171,80 @@ struct HandlerTests {
         #expect(f.handler.reads.count == 2, "another device's offset read is not served from dev_A's bytes")
         f.handler.reads[1].answer(.answered(Array(repeating: 9, count: 30)))
         #expect(other.value == .success(Array(repeating: 9, count: 8)))
+    }
+
+    @Test("EATT: a long read that starts while the handler is asked for the same central's read gets that answer")
+    func longReadsOnTwoBearersShareTheAnswer() throws {
+        let f = try Fixture()
+        f.service.now = { f.scheduler.now }
+        #expect(f.service.handlers.claim(["temp"], for: f.handler) == nil)
+        let value = Array(0..<60).map(UInt8.init)
+        let first = f.read("temp", mtu: 23)
+        let second = f.read("temp", mtu: 23)
+        #expect(f.handler.reads.count == 1, "the second bearer's read waits for the same answer")
+        f.handler.reads[0].answer(.answered(value))
+        #expect(first.value == .success(value))
+        #expect(second.value == .success(value))
+        for offset in [22, 44] {
+            #expect(f.read("temp", offset: offset, mtu: 23).value == .success(Array(value[offset...])))
+            #expect(f.read("temp", offset: offset, mtu: 23).value == .success(Array(value[offset...])))
+        }
+        #expect(f.handler.reads.count == 1)
+        _ = f.read("temp", mtu: 23)
+        #expect(f.handler.reads.count == 2, "both long reads ended: a new read asks the handler")
+    }
+
+    @Test("EATT: a long read that starts while another is read in pieces gets the same bytes, never a stitched value")
+    func longReadDuringAnotherIsConsistent() throws {
+        let f = try Fixture()
+        f.service.now = { f.scheduler.now }
+        #expect(f.service.handlers.claim(["temp"], for: f.handler) == nil)
+        let value = Array(0..<60).map(UInt8.init)
+        let first = f.read("temp", mtu: 23)
+        f.handler.reads[0].answer(.answered(value))
+        #expect(first.value == .success(value))
+        #expect(f.read("temp", offset: 22, mtu: 23).value == .success(Array(value[22...])))
+        // The second bearer starts its read: the first one's bytes, not a new answer that
+        // the first one's next piece would be cut from.
+        #expect(f.read("temp", mtu: 23).value == .success(value))
+        #expect(f.handler.reads.count == 1)
+        #expect(f.read("temp", offset: 44, mtu: 23).value == .success(Array(value[44...])), "the first one ends")
+        #expect(f.read("temp", offset: 22, mtu: 23).value == .success(Array(value[22...])))
+        #expect(f.read("temp", offset: 44, mtu: 23).value == .success(Array(value[44...])), "the second one ends")
+        _ = f.read("temp", mtu: 23)
+        #expect(f.handler.reads.count == 2)
+        f.handler.reads[1].answer(.answered([1, 2, 3]))
+        _ = f.read("temp", mtu: 23)
+        #expect(f.handler.reads.count == 3, "a value that fits one response is no long read: each read asks")
+    }
+
+    @Test("without an MTU from bluetoothd every offset-0 read asks the handler")
+    func noMTUNoPin() throws {
+        let f = try Fixture()
+        f.service.now = { f.scheduler.now }
+        #expect(f.service.handlers.claim(["temp"], for: f.handler) == nil)
+        _ = f.read("temp")
+        f.handler.reads[0].answer(.answered(Array(repeating: 5, count: 60)))
+        _ = f.read("temp")
+        #expect(f.handler.reads.count == 2)
+    }
+
+    @Test("a long read the central abandoned keeps its bytes for new reads only for a while")
+    func abandonedLongReadExpires() throws {
+        let f = try Fixture()
+        f.service.now = { f.scheduler.now }
+        #expect(f.service.handlers.claim(["temp"], for: f.handler) == nil)
+        let value = Array(0..<60).map(UInt8.init)
+        _ = f.read("temp", mtu: 23)
+        f.handler.reads[0].answer(.answered(value))
+        f.scheduler.advance(by: .seconds(1))
+        #expect(f.read("temp", mtu: 23).value == .success(value), "within the limit: still under way")
+        #expect(f.handler.reads.count == 1)
+        f.scheduler.advance(by: .seconds(3))
+        _ = f.read("temp", mtu: 23)
+        #expect(f.handler.reads.count == 2, "abandoned: the handler is asked again")
+        #expect(f.read("temp", device: "/dev_B", mtu: 23).value == nil, "another central asks for itself")
+        #expect(f.handler.reads.count == 3)
     }
 
     @Test("a handler's refusal is the ATT result; an answer of the wrong length is 0x0E")

@@ -185,12 +185,32 @@ def phase_first(central, args):
     watch.check_tracking()
 
 
-def targeted_value(central, args, watch, reply, before):
+def reply_subscribed(args):
+    """Whether gattd has `reply` subscribed now (`gattctl list`)."""
+    listed = [json.loads(line) for line in gattctl(args, 'list', '--json').stdout.splitlines() if line.strip()]
+    return [c['subscribed'] for c in listed if c['id'] == 'reply'] == [True]
+
+
+def targeted_value(central, args, watch, reply, before, kept=False):
     """Subscribes to `reply` and sends it a value for this central alone, by its identity:
     it arrives where bluetoothd targets sockets (5.79 and later); 5.66 shares one socket and
-    gattd refuses, saying so (never "not subscribed")."""
-    central.subscribe(reply)
-    watch.wait(central, 'central-subscribed reply', before, event='central-subscribed', id='reply')
+    gattd refuses, saying so (never "not subscribed"), and a value for all reaches it.
+
+    kept: 5.66 only, the central's return before bluetoothd restarted. bluetoothd kept the
+    subscription the central made from its first RPA (its CCC state, kept by that address
+    because the central is bonded) and with it the shared socket, so the central's new
+    subscription rides on that socket and brings no `AcquireNotify` (docs/bluez-contract.md
+    §12): `reply` is still subscribed before the central subscribes, and the value for all
+    reaches it through the socket gattd already has."""
+    if kept:
+        if not reply_subscribed(args):
+            raise CheckFailed('5.66 keeps the subscription of a bonded central from its first visit: '
+                              'reply should still be subscribed before it subscribes again')
+        central.subscribe(reply)
+        step('subscribed again: no AcquireNotify, bluetoothd uses the shared socket of the first visit')
+    else:
+        central.subscribe(reply)
+        watch.wait(central, 'central-subscribed reply', before, event='central-subscribed', id='reply')
     done = gattctl(args, 'set', 'reply', '--uint16', '4660', '--to', args.identity, expect=None)
     if args.targeted:
         if done.returncode != 0:
@@ -205,10 +225,15 @@ def targeted_value(central, args, watch, reply, before):
             raise CheckFailed('5.66 shares one socket: --to must be refused as untargetable, got exit %d: %s'
                               % (done.returncode, done.stderr.strip()))
         step('gattctl set --to refused as bluetoothd 5.66 cannot target: %s' % done.stderr.strip())
+        gattctl(args, 'set', 'reply', '--uint16', '4661')
+        got = central.wait_notifications(reply, 1, what='the value for all')
+        if got[-1] != b'\x35\x12':
+            raise CheckFailed('the value for all arrived as %s' % got[-1].hex())
+        step('gattctl set reply (to all) reached the central through the shared socket (%s)' % got[-1].hex())
     central.unsubscribe(reply)
 
 
-def returning(central, args, device_path_check):
+def returning(central, args, device_path_check, kept=False):
     watch = Watch(args.watch)
     agent = CentralAgent(central.bus, forbid=True)
     register_agent(central, agent, 'NoInputNoOutput')
@@ -226,7 +251,7 @@ def returning(central, args, device_path_check):
     device_path_check(back['device'])
     step('returned (bluetoothd\'s object %s), announced as %s' % (back['device'], back['address']))
     found = chrcs(central, path, SERVICE)
-    targeted_value(central, args, watch, found[REPLY]['path'], before)
+    targeted_value(central, args, watch, found[REPLY]['path'], before, kept)
     secret = found[SECRET]['path']
     value = central.read(secret)
     if value != b'for bonded phones':
@@ -250,7 +275,8 @@ def phase_return(central, args):
     def same_object(device):
         if device.endswith('dev_' + args.identity.replace(':', '_')):
             raise CheckFailed('before a restart bluetoothd keeps the object of the first RPA, got %s' % device)
-    returning(central, args, same_object)
+    # A shared socket (5.66) is still held for the central's first subscription.
+    returning(central, args, same_object, kept=args.shared)
 
 
 def phase_restarted(central, args):
@@ -289,7 +315,11 @@ def main():
     parser.add_argument('--window', type=int, default=20, help='first: seconds of pairing opened before the first contact')
     parser.add_argument('--targeted', action='store_true', help='bluetoothd sends a socket\'s values to its '
                         'central alone (5.79 and later)')
+    parser.add_argument('--shared', action='store_true', help='bluetoothd acquires one notify socket per '
+                        'characteristic for all centrals (5.66 to 5.68)')
     args = parser.parse_args()
+    if args.shared and args.targeted:
+        parser.error('--shared and --targeted exclude each other')
     central = Central(args.adapter, timeout=30)
     phases = {'first': phase_first, 'return': phase_return, 'restarted': phase_restarted, 'stranger': phase_stranger}
     run(lambda: (central.power_on(), phases[args.phase](central, args)))

@@ -11,12 +11,17 @@
 #      identity; disconnect by identity.
 #   2. the window closed: it returns from a new RPA, bondedOnly keeps it, the event names
 #      the identity; a value `--to IDENTITY` reaches it (5.82; 5.66 shares one socket:
-#      refused as such, never "not subscribed"); an encrypted read needs no new pairing.
+#      refused as such, never "not subscribed", and a value for all reaches it through the
+#      shared socket bluetoothd kept from its first visit: no AcquireNotify on 5.66,
+#      docs/bluez-contract.md §12); an encrypted read needs no new pairing.
 #   3. bluetoothd restarts: the same, and the object is dev_<identity>.
 #   4. gattd forgets the bond: the private central connects and is dropped.
-# Passes on 5.82 (53.6 s in the guest, 72 s on the host); on 5.66 phase 2 fails: the
-# returning bonded central's StartNotify brings no AcquireNotify (docs/bluez-contract.md §12),
-# so it is not in run-suite's default list.
+# bluetoothd runs with Channels = 1 (configs/bluetoothd-privacy.conf). Times (whole run on
+# the host): 5.82 passes, 67-70 s (twice in a row, with 5.82's default Channels = 1). 5.66:
+# phases 1 and 2 pass; phase 3 fails (79 s with Channels = 1, 97 s with 3): after the
+# bluetoothd restart the returning bonded central subscribes (AcquireNotify comes), but a
+# value gattd writes to that socket is not sent by bluetoothd (no notification in its log
+# or btmon); not explained yet. So it is not in run-suite's suite set.
 # Environment (run-guest --env): GATTD_BIN, GATTCTL_BIN (default: next to GATTD_BIN).
 set -uo pipefail
 VM=${GATTD_VM_DIR:?}
@@ -40,9 +45,11 @@ wait_for_line "$OUT/watch.err" '^watching' 30 || exit 1
 
 # 5.79 and later send a socket's values to its central alone (docs/bluez-contract.md, "Sockets").
 version=${GATTD_VM_BLUEZ:-$(sed -n 's/.*Bluetooth daemon \([0-9.]*\)$/\1/p' "$OUT/bluetoothd.log" | head -n 1)}
-targeted=()
-awk -v v="$version" 'BEGIN { split(v, p, "."); exit !(p[1] > 5 || (p[1] == 5 && p[2] >= 79)) }' && targeted=(--targeted)
-echo "bluetoothd $version${targeted:+ (targets sockets)}"
+sockets=()
+awk -v v="$version" 'BEGIN { split(v, p, "."); exit !(p[1] > 5 || (p[1] == 5 && p[2] >= 79)) }' && sockets=(--targeted)
+# Up to 5.68 one notify socket per characteristic serves every central (§6, "Sockets").
+awk -v v="$version" 'BEGIN { split(v, p, "."); exit !(p[1] == 5 && p[2] < 69) }' && sockets=(--shared)
+echo "bluetoothd $version ${sockets[*]:-(per-central sockets)}"
 central() {
     /usr/bin/python3 -u "$VM/privacy.py" "$@" --adapter hci1 --peer "$HCI0_ADDR" --identity "$HCI1_ADDR" \
         --gattctl "$GATTCTL_BIN" --watch "$OUT/watch.json" --gattd-log "$OUT/gattd.log"
@@ -56,11 +63,11 @@ until "$GATTCTL_BIN" pairing | grep -q ': closed'; do
 done
 
 echo "== 1. first contact from an RPA, subscribe, bond, address change, write, disconnect"
-central first --window "$(bound 20)" "${targeted[@]}" || exit 1
+central first --window "$(bound 20)" "${sockets[@]}" || exit 1
 echo "phase 1 done ($(elapsed) s)"
 
 echo "== 2. the window closed: back from a new RPA (bondedOnly), targeted value, encrypted read without pairing"
-central return "${targeted[@]}" || exit 1
+central return "${sockets[@]}" || exit 1
 echo "phase 2 done ($(elapsed) s)"
 
 echo "== 3. bluetoothd restarts: the object becomes dev_<identity>"
@@ -76,7 +83,7 @@ BLUETOOTHD_PID=$!
 pids+=($BLUETOOTHD_PID)
 wait_count "$OUT/gattd.log" 'GATT application registered' $((registered + 1)) 60 || exit 1
 wait_count "$OUT/gattd.log" 'pairing agent registered capability' $((agents + 1)) 30 || exit 1
-central restarted "${targeted[@]}" || exit 1
+central restarted "${sockets[@]}" || exit 1
 echo "phase 3 done ($(elapsed) s)"
 
 echo "== 4. gattd forgets the bond: the private central is dropped (bondedOnly, pairing closed)"

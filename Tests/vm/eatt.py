@@ -1,0 +1,227 @@
+# SPDX-License-Identifier: MIT
+"""EATT as Debian 12 and Raspberry Pi OS bookworm ship it (issue 31): bluetoothd with its
+default `[GATT] Channels = 3` on both sides (gattd's hci0 and the central hci1 of the same
+bluetoothd) and the kernel's LE ECRED on (`enable_ecred`), against gattd serving
+configs/eatt.json. Run by scenarios/gattd-eatt.sh.
+
+  central   connects (bluetoothd's own client, which opens its EATT bearers itself once it
+            has seen gattd's EATT support), waits until bluetoothd says the EATT channels
+            are connected, subscribes to `tick` (acquireNotify), `sig` (signal path) and
+            `ind` (indications) at once, then, three times over, sends every request at once
+            so that they go out on several bearers: reads of `long` (300 bytes: Read Blob
+            requests), of `served` (a handler program answers a new 200-byte value each
+            time: a long read must still be one value), of `cmd`, and a 200-byte write to
+            `cmd`; then values set with gattctl reach it as notifications (socket and signal
+            path) and indications, each once.
+            Then a central that speaks ATT itself (kernel sockets on hci1: the ATT fixed
+            channel for the link, and two LE ECRED sockets to PSM 39, the EATT bearers) reads
+            `served` on both bearers at once, piece by piece in turn: both reads are one
+            answer of the handler, the same one (a second long read that starts while the
+            first is under way must not make the first one's pieces come from another value).
+  handler   the handler program for `served` (python/gattd): answers each read with a new
+            value, 40 times "NNNN|" for its count N.
+"""
+import argparse
+import ctypes
+import os
+import re
+import socket
+import struct
+import subprocess
+import sys
+
+import dbus
+
+from bluezcentral import CheckFailed, Central, at_address, bound, run, step
+from longwrite_att import AF_BLUETOOTH, BLOB_REQ, BTPROTO_L2CAP, READ_REQ, Att, sockaddr_l2
+
+SERVICE = '5ec0de10-1234-5678-1234-56789abc0031'
+LONG, SERVED, CMD, TICK, IND, SIG = ('5ec0de1%d-1234-5678-1234-56789abc0031' % n for n in range(1, 7))
+LONG_VALUE = b''.join(b'%04d-long|' % n for n in range(0, 300, 10))
+ROUNDS = 3
+
+
+def gattctl(args, *words):
+    done = subprocess.run([args.gattctl] + list(words), capture_output=True, text=True, timeout=bound(30))
+    if done.returncode != 0:
+        raise CheckFailed('gattctl %s exited %d: %s' % (' '.join(words), done.returncode,
+                                                       (done.stdout + done.stderr).strip()))
+    return done.stdout
+
+
+def eatt_channels(args):
+    """How many EATT channels bluetoothd attached so far (both sides: it is one daemon)."""
+    with open(args.bluetoothd_log, errors='replace') as f:
+        return sum('EATT channel connected' in line for line in f)
+
+
+def one_value(value, what):
+    """A handler-served long read is one answer: 40 times the same "NNNN|"."""
+    if len(value) != 200 or value != value[:5] * 40 or not re.fullmatch(rb'\d{4}\|', value[:5]):
+        raise CheckFailed('%s is not one answer of the handler: %r' % (what, value))
+    return int(value[:4])
+
+
+def phase_central(args):
+    central = Central.fresh(args.adapter, args.peer)
+    path, _ = central.discover(at_address(args.peer), what='gattd')
+    before = eatt_channels(args)
+    central.connect(path)
+    # Channels = 3: the ATT fixed channel and two EATT bearers, attached on each side.
+    central.pump_until(lambda: eatt_channels(args) - before >= 4, 30, 'bluetoothd to connect EATT channels')
+    step('bluetoothd connected %d EATT channels (both sides)' % (eatt_channels(args) - before))
+    chrcs = central.characteristics(path, SERVICE, {'long': LONG, 'served': SERVED, 'cmd': CMD, 'tick': TICK,
+                                                     'ind': IND, 'sig': SIG})
+    for name in ('tick', 'sig', 'ind'):
+        central.notifications[chrcs[name]] = []
+    central.together([central.send(chrcs[n], 'org.bluez.GattCharacteristic1', 'StartNotify')
+                      for n in ('tick', 'sig', 'ind')])
+    central.pump_until(lambda: all(central.prop(chrcs[n], 'org.bluez.GattCharacteristic1', 'Notifying')
+                                   for n in ('tick', 'sig', 'ind')), 20, 'Notifying on tick, sig and ind')
+    step('subscribed to tick (socket), sig (signal) and ind (indications) at once')
+
+    served_seen = []
+    for round_ in range(1, ROUNDS + 1):
+        written = bytes((round_ * 7 + i) % 256 for i in range(200))
+        empty = dbus.Dictionary({}, signature='sv')
+        calls = [central.send(chrcs['long'], 'org.bluez.GattCharacteristic1', 'ReadValue', empty),
+                 central.send(chrcs['served'], 'org.bluez.GattCharacteristic1', 'ReadValue', empty),
+                 central.send(chrcs['cmd'], 'org.bluez.GattCharacteristic1', 'WriteValue',
+                              dbus.Array(written, signature='y'), empty),
+                 central.send(chrcs['tick'], 'org.bluez.GattCharacteristic1', 'ReadValue', empty),
+                 central.send(chrcs['ind'], 'org.bluez.GattCharacteristic1', 'ReadValue', empty)]
+        long_value, served, _, _, _ = central.together(calls)
+        if bytes(long_value) != LONG_VALUE:
+            raise CheckFailed('round %d: long read %r' % (round_, bytes(long_value)))
+        served_seen.append(one_value(bytes(served), 'round %d: served' % round_))
+        stored = bytes(central.read(chrcs['cmd']))
+        if stored != written:
+            raise CheckFailed('round %d: cmd reads back %s, wrote %s' % (round_, stored.hex(), written.hex()))
+        step('round %d: long (300 bytes), served (answer %d), a 200-byte write to cmd and two reads at once'
+             % (round_, served_seen[-1]))
+    if len(set(served_seen)) != ROUNDS:
+        raise CheckFailed('the handler should answer each read anew: %s' % served_seen)
+
+    # bluetoothd's client reports a read's value as a Value change too: the rounds' reads of
+    # tick and ind are not notifications.
+    for name in ('tick', 'sig', 'ind'):
+        central.notifications[chrcs[name]] = []
+    for n in range(1, 4):
+        gattctl(args, 'set', 'tick', '--uint16', str(n))
+        gattctl(args, 'set', 'sig', '--uint16', str(10 + n))
+        gattctl(args, 'set', 'ind', '--uint16', str(20 + n))
+    wanted = {'tick': [1, 2, 3], 'sig': [11, 12, 13], 'ind': [21, 22, 23]}
+    for name, values in wanted.items():
+        got = central.wait_notifications(chrcs[name], 3, what='%s values' % name)
+        numbers = [int.from_bytes(v, 'little') for v in got]
+        # Each value may go out on another bearer, and ATT orders only within one bearer.
+        if sorted(numbers) != values:
+            raise CheckFailed('%s arrived as %s, expected %s' % (name, numbers, values))
+        step('%s: %s' % (name, numbers))
+    step('notifications (socket and signal path) and indications all arrived')
+    central.together([central.send(chrcs[n], 'org.bluez.GattCharacteristic1', 'StopNotify')
+                      for n in ('tick', 'sig', 'ind')])
+    central.disconnect(path)
+    step('disconnected')
+
+
+SOL_BLUETOOTH, BT_RCVMTU, BT_MODE, BT_MODE_EXT_FLOWCTL, EATT_PSM = 274, 13, 15, 0x04, 0x27
+
+
+class Bearer(Att):
+    """An EATT bearer: an LE ECRED L2CAP socket to PSM 39, over the link the ATT fixed
+    channel's socket made. Its receive MTU is 64 (the least ECRED allows), so a 200-byte
+    value takes several pieces."""
+
+    def __init__(self, own, peer, timeout=40):
+        self.sock = socket.socket(AF_BLUETOOTH, socket.SOCK_SEQPACKET, BTPROTO_L2CAP)
+        libc = ctypes.CDLL(None, use_errno=True)
+        for call, address, psm in ((libc.bind, own, 0), (libc.connect, peer, EATT_PSM)):
+            if call is libc.connect:
+                # The kernel takes these of a socket bound to an LE address only: the mode
+                # (one byte) and the receive MTU (two).
+                self.sock.setsockopt(SOL_BLUETOOTH, BT_MODE, bytes([BT_MODE_EXT_FLOWCTL]))
+                self.sock.setsockopt(SOL_BLUETOOTH, BT_RCVMTU, struct.pack('<H', 64))
+            raw = bytearray(sockaddr_l2(address, 0))
+            struct.pack_into('<H', raw, 2, psm)
+            if call(self.sock.fileno(), bytes(raw), len(raw)) != 0:
+                err = ctypes.get_errno()
+                raise CheckFailed('ECRED %s %s: %s' % (call.__name__, address, os.strerror(err)))
+        self.sock.settimeout(timeout)
+        self.peer_requests = []
+
+
+def phase_raw(args):
+    """Two long reads of `served` on two EATT bearers of one central, their pieces in turn."""
+    central = Central(args.adapter)
+    central.power_on()
+    central.forget(args.peer)
+    fixed = Att(args.own, args.peer)
+    handle = fixed.characteristics().get(SERVED)
+    if handle is None:
+        raise CheckFailed('served not found by Read By Type')
+    bearers = [Bearer(args.own, args.peer), Bearer(args.own, args.peer)]
+    step('two EATT bearers open (LE ECRED, PSM 39) beside the ATT fixed channel')
+    for round_ in range(2):
+        values = [bearer.request(struct.pack('<BH', READ_REQ, handle))[1:] for bearer in bearers]
+        if not all(0 < len(v) < 200 for v in values):
+            raise CheckFailed('a 200-byte value should take several pieces: first pieces of %s bytes'
+                              % [len(v) for v in values])
+        while any(len(v) < 200 for v in values):
+            for i, bearer in enumerate(bearers):
+                if len(values[i]) < 200:
+                    piece = bearer.request(struct.pack('<BHH', BLOB_REQ, handle, len(values[i])))[1:]
+                    if not piece:
+                        raise CheckFailed('bearer %d: an empty piece at offset %d' % (i, len(values[i])))
+                    values[i] += piece
+        answers = [one_value(v, 'round %d, bearer %d' % (round_ + 1, i)) for i, v in enumerate(values)]
+        if answers[0] != answers[1]:
+            raise CheckFailed('two long reads under way at once got answers %s' % answers)
+        step('round %d: two long reads of served interleaved on two bearers: one answer (%d)'
+             % (round_ + 1, answers[0]))
+    for bearer in bearers:
+        bearer.close()
+    fixed.close()
+
+
+def phase_handler(args):
+    sys.path.insert(0, args.python)
+    import gattd
+    app = gattd.Peripheral()
+    count = [0]
+
+    @app.on_read('served')
+    def served(request):
+        count[0] += 1
+        print('read served #%d offset %d mtu %s from %s' % (count[0], request.offset, request.mtu, request.address),
+              flush=True)
+        return b'%04d|' % count[0] * 40
+
+    app.on_start(lambda: print('registered', flush=True))
+    app.run()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('phase', choices=['central', 'raw', 'handler'])
+    parser.add_argument('--adapter', default='hci1')
+    parser.add_argument('--peer', default='00:AA:01:00:00:00')
+    parser.add_argument('--own', default='00:AA:01:01:00:01', help="hci1's address (the raw central)")
+    parser.add_argument('--gattctl')
+    parser.add_argument('--bluetoothd-log')
+    parser.add_argument('--python', default=os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..',
+                                                         'python'), help='where the gattd Python module is')
+    args = parser.parse_args()
+    if args.phase == 'handler':
+        phase_handler(args)
+        return
+    if args.phase == 'raw':
+        run(lambda: phase_raw(args))
+        return
+    if not args.gattctl or not args.bluetoothd_log:
+        parser.error('central needs --gattctl and --bluetoothd-log')
+    run(lambda: phase_central(args))
+
+
+if __name__ == '__main__':
+    main()
