@@ -19,12 +19,12 @@ import os
 import shutil
 import socket
 import subprocess
+import time
 
 import dbus
 import pytest
 
 import gattd
-from conftest import gattd_binary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEER = "00:11:22:33:44:55"
@@ -100,18 +100,42 @@ async def exchange(central, *sdus):
     return answers
 
 
-async def wait_line(g, text, timeout=10):
-    line = await asyncio.to_thread(g.child.wait_for_line, text, timeout)
+def new_line(g, text, since, timeout=10):
+    """The first line of gattd's output after its first `since` lines that contains `text`."""
+    out = g.child.out
+    deadline = time.monotonic() + timeout
+    with out.changed:
+        while True:
+            for line in out.lines[since:]:
+                if text in line:
+                    return line
+            since = len(out.lines)
+            remaining = deadline - time.monotonic()
+            if out.closed or remaining <= 0:
+                return None
+            out.changed.wait(remaining)
+
+
+def logged(g):
+    """How many lines gattd has written so far (for new_line)."""
+    with g.child.out.changed:
+        return len(g.child.out.lines)
+
+
+async def wait_line(g, text, since=0, timeout=10):
+    line = await asyncio.to_thread(new_line, g, text, since, timeout)
     assert line is not None, "gattd did not log %r" % text
     return line
 
 
 async def refused(g, name, cause):
-    """A central's open is refused: end of file for it, `channel refused: <cause>` in the log."""
+    """A central's open is refused: end of file for it, a new `channel refused: <cause>` in
+    gattd's log."""
+    since = logged(g)
     central = await open_central(name)
     assert await asyncio.to_thread(central.recv) == b"", "refused: the central reads end of file"
     central.close()
-    return await wait_line(g, "channel refused: " + cause)
+    return await wait_line(g, "channel refused: " + cause, since)
 
 
 async def echo(sock, request):
@@ -262,8 +286,10 @@ def test_a_taker_that_leaves_and_gattd_restarting(channel_gattd, private_bus):
         app = peripheral(private_bus)
         await app.connect()
         await app.take_channel("log", echo)
+        since = logged(g2)
         app._bus.disconnect()  # gone without UnregisterChannel, as a program that crashes
-        await wait_line(g2, "channel taker gone; its channel's connections are refused")
+        line = await wait_line(g2, "channel taker gone; its channel's connections are refused", since)
+        assert "left the bus" in line, line
         await refused(g2, name, "no program has registered to take it")
     run(leaves_the_bus())
 
