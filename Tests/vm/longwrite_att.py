@@ -68,7 +68,7 @@ class Att:
                 err = ctypes.get_errno()
                 self.sock.close()
                 message = '%s %s (ATT, CID %d): %s' % (call.__name__, address, cid, os.strerror(err))
-                if call is libc.connect and err == errno.EBUSY:
+                if call.__name__ == 'connect' and err == errno.EBUSY:
                     # The kernel allows one user of a fixed channel per link: a link to peer
                     # made by another socket (an L2CAP channel) got bluetoothd's ATT on it.
                     message += ('; a link to %s is up and another ATT user on this adapter (bluetoothd) '
