@@ -30,12 +30,7 @@ extension ControlManager {
             return refuse(call, .alreadyClaimed(id: channel, by: "\(holder.sender) \(holder.object.rawValue)"))
         }
         if channelTakers[channel] == nil {
-            let watch = connection.subscribe(
-                sender: Freedesktop.bus, interface: Freedesktop.busInterface, member: Freedesktop.nameOwnerChanged,
-                arg0: sender
-            ) { [weak self] message in
-                guard let arguments = try? message.arguments(), arguments.count == 3, arguments[2].asString == ""
-                else { return }
+            let watch = connection.whenNameLeaves(sender) { [weak self] in
                 self?.endChannelTaker(channel, reason: "left the bus")
             }
             channelTakers[channel] = (sender, object, watch)

@@ -32,12 +32,7 @@ extension ControlManager {
             break
         }
         if programHandlers[name] == nil {
-            let watch = connection.subscribe(
-                sender: Freedesktop.bus, interface: Freedesktop.busInterface, member: Freedesktop.nameOwnerChanged,
-                arg0: sender
-            ) { [weak self] message in
-                guard let arguments = try? message.arguments(), arguments.count == 3, arguments[2].asString == ""
-                else { return }
+            let watch = connection.whenNameLeaves(sender) { [weak self] in
                 self?.endHandler(name, reason: "left the bus")
             }
             programHandlers[name] = (handler, watch)

@@ -30,14 +30,7 @@ extension ControlManager {
     func subscribe(_ call: MethodCall) {
         guard let sender = call.sender else { return call.fail(.failed("no sender")) }
         if watchers[sender] == nil {
-            watchers[sender] = connection.subscribe(
-                sender: Freedesktop.bus, interface: Freedesktop.busInterface, member: Freedesktop.nameOwnerChanged,
-                arg0: sender
-            ) { [weak self] message in
-                guard let arguments = try? message.arguments(), arguments.count == 3, arguments[2].asString == ""
-                else { return }
-                self?.forget(sender)
-            }
+            watchers[sender] = connection.whenNameLeaves(sender) { [weak self] in self?.forget(sender) }
             logger.debug("control client subscribed", metadata: ["sender": "\(sender)"])
         }
         call.reply()

@@ -67,6 +67,19 @@ extension BusConnection {
         return subscription
     }
 
+    /// Runs `handler` when `name` (a caller's unique name) leaves the bus: the bus's
+    /// `NameOwnerChanged` for it with no new owner. Cancel the subscription to stop watching.
+    public func whenNameLeaves(_ name: String, _ handler: @escaping () -> Void) -> SignalSubscription {
+        subscribe(
+            sender: Freedesktop.bus, interface: Freedesktop.busInterface, member: Freedesktop.nameOwnerChanged,
+            arg0: name
+        ) { message in
+            guard let arguments = try? message.arguments(), arguments.count == 3, arguments[2].asString == ""
+            else { return }
+            handler()
+        }
+    }
+
     func removeSubscription(_ subscription: SignalSubscription) {
         subscriptions.removeAll { $0 === subscription }
         if isConnected, (try? DBusValue.validateString(subscription.rule)) != nil {
