@@ -127,7 +127,7 @@ public final class RequestService {
         let payload = request.mtu.map { max($0 - 1, 1) } ?? Int.max
         if request.offset > 0,
             let bytes = longReads.continueRead(
-                of: attribute.id, device: request.device, offset: request.offset, payload: payload, now: now())
+                of: attribute.id, device: request.device, offset: request.offset, payload: payload, now: notifier.clock.now())
         {
             return .now(Self.slice(bytes, at: request.offset))
         }
@@ -135,7 +135,7 @@ public final class RequestService {
         if request.offset == 0 {
             // Another long read of this central's is under way (EATT: one per bearer): the same
             // bytes, or the same answer once the handler gives it (`LongReadCache`).
-            if let bytes = longReads.joinRead(of: attribute.id, device: request.device, payload: payload, now: now()) {
+            if let bytes = longReads.joinRead(of: attribute.id, device: request.device, payload: payload, now: notifier.clock.now()) {
                 return .now(.success(bytes[...]))
             }
             if asking[key] != nil {
@@ -152,7 +152,7 @@ public final class RequestService {
             pending.finish(result)
             for (read, payload) in joined {
                 if case .success = result,
-                    let bytes = longReads.joinRead(of: attribute.id, device: request.device, payload: payload, now: now())
+                    let bytes = longReads.joinRead(of: attribute.id, device: request.device, payload: payload, now: notifier.clock.now())
                 {
                     read.finish(.success(bytes[...]))
                 } else {
@@ -181,7 +181,7 @@ public final class RequestService {
                 return .failure(.unlikely)
             }
             if request.offset == 0 {
-                longReads.remember(bytes, of: attribute.id, device: request.device, payload: payload, now: now())
+                longReads.remember(bytes, of: attribute.id, device: request.device, payload: payload, now: notifier.clock.now())
             }
             return Self.slice(bytes, at: request.offset)
         case .refused(let error):
@@ -216,8 +216,6 @@ public final class RequestService {
     /// Offset-0 reads waiting for the answer the handler is asked for the same attribute and
     /// central (EATT: the same read on two bearers), with the payload of each one's bearer.
     private var asking: [String: [(PendingRead, Int)]] = [:]
-    /// The time source of `longReads` (a test's manual clock).
-    public var now: () -> ContinuousClock.Instant = { ContinuousClock.now }
 
     private func logUnavailable(_ handler: any AttributeHandler, _ attribute: Attribute, _ operation: String, _ reason: String) {
         let fallback =

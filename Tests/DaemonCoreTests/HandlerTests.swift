@@ -176,7 +176,6 @@ struct HandlerTests {
     @Test("EATT: a long read that starts while the handler is asked for the same central's read gets that answer")
     func longReadsOnTwoBearersShareTheAnswer() throws {
         let f = try Fixture()
-        f.service.now = { f.scheduler.now }
         #expect(f.service.handlers.claim(["temp"], for: f.handler) == nil)
         let value = Array(0..<60).map(UInt8.init)
         let first = f.read("temp", mtu: 23)
@@ -197,7 +196,6 @@ struct HandlerTests {
     @Test("EATT: a long read that starts while another is read in pieces gets the same bytes, never a stitched value")
     func longReadDuringAnotherIsConsistent() throws {
         let f = try Fixture()
-        f.service.now = { f.scheduler.now }
         #expect(f.service.handlers.claim(["temp"], for: f.handler) == nil)
         let value = Array(0..<60).map(UInt8.init)
         let first = f.read("temp", mtu: 23)
@@ -221,7 +219,6 @@ struct HandlerTests {
     @Test("without an MTU from bluetoothd every offset-0 read asks the handler")
     func noMTUNoPin() throws {
         let f = try Fixture()
-        f.service.now = { f.scheduler.now }
         #expect(f.service.handlers.claim(["temp"], for: f.handler) == nil)
         _ = f.read("temp")
         f.handler.reads[0].answer(.answered(Array(repeating: 5, count: 60)))
@@ -232,7 +229,6 @@ struct HandlerTests {
     @Test("a long read the central abandoned keeps its bytes for new reads only for a while")
     func abandonedLongReadExpires() throws {
         let f = try Fixture()
-        f.service.now = { f.scheduler.now }
         #expect(f.service.handlers.claim(["temp"], for: f.handler) == nil)
         let value = Array(0..<60).map(UInt8.init)
         _ = f.read("temp", mtu: 23)
