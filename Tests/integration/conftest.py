@@ -43,6 +43,10 @@ def pytest_configure(config):
                             "(make test-arm64-integration)")
     config.addinivalue_line("markers", "exec_failure: a program that cannot be executed; deselected under qemu-user "
                             "(make test-arm64-integration)")
+    # `preload`: gattd runs with a C library preloaded (fake_l2cap.c, built for the host), which
+    # an arm64 gattd under qemu-user cannot load.
+    config.addinivalue_line("markers", "preload: gattd runs with Tests/integration/fake_l2cap.c preloaded; deselected "
+                            "under qemu-user (make test-arm64-integration)")
 
 
 def _executable(variable, path, how):

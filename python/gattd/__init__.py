@@ -14,6 +14,10 @@
         if not 1000 <= int.from_bytes(value, "little", signed=True) <= 3000:
             raise gattd.AttError(0x80)
 
+    @app.on_channel("logs")                   # an L2CAP channel, as a SOCK_SEQPACKET socket
+    async def logs(sock, request):
+        await asyncio.get_running_loop().sock_sendall(sock, b"hello " + request.address.encode())
+
     app.run()
 """
 
@@ -21,7 +25,8 @@ from .errors import *  # noqa: F401,F403
 from .errors import __all__ as _errors
 from .events import *  # noqa: F401,F403
 from .events import __all__ as _events
+from .channels import ChannelRequest
 from .peripheral import EventStream, Peripheral, Request, bus_name
 
 __version__ = "0.1.0"
-__all__ = ["Peripheral", "Request", "EventStream", "bus_name", *_errors, *_events]
+__all__ = ["Peripheral", "Request", "ChannelRequest", "EventStream", "bus_name", *_errors, *_events]

@@ -10,7 +10,9 @@ import inspect
 import json
 import logging
 import re
+import os
 import signal
+import socket
 import sys
 from dataclasses import dataclass
 from typing import (Any, Awaitable, Callable, Dict, Iterable, List, Optional, Set, Tuple, Type,
@@ -20,10 +22,12 @@ from dbus_fast import BusType, Message, MessageType, Variant
 from dbus_fast.aio.message_bus import MessageBus
 from dbus_fast.errors import DBusError
 
+from . import channels as ch
 from . import events as ev
+from .channels import ChannelDecider, ChannelRequest, ChannelTaker
 from .errors import AccessDenied, AttError, GattdError, NotRunning, QueueFull
 
-__all__ = ["Peripheral", "Request", "EventStream", "ReadHandler", "WriteHandler"]
+__all__ = ["Peripheral", "Request", "EventStream", "ReadHandler", "WriteHandler", "ChannelRequest"]
 
 log = logging.getLogger("gattd")
 
@@ -31,6 +35,7 @@ BUS_NAME = "org.gattd"
 PATH = "/org/gattd"
 MANAGER = "org.gattd.Manager1"
 HANDLER = "org.gattd.Handler1"
+CHANNEL_TAKER = "org.gattd.ChannelTaker1"
 DBUS = "org.freedesktop.DBus"
 _INSTANCE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ADDRESS = re.compile(r"^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$")
@@ -96,7 +101,7 @@ def _bytes(value: Union[Bytes, str]) -> bytes:
 
 class Peripheral:
     """A program's side of gattd: values, handlers, events, streams, centrals, bonds,
-    pairing and advertising, on the system bus (or `bus_address`).
+    pairing, advertising and L2CAP channels, on the system bus (or `bus_address`).
 
     ``instance="hci1"`` talks to ``gattd@hci1`` (bus name ``org.gattd.hci1``) instead of
     the plain gattd.service. Use it as ``async with Peripheral() as app:`` or call
@@ -113,6 +118,9 @@ class Peripheral:
         self._reads: Dict[str, ReadHandler] = {}
         self._writes: Dict[str, WriteHandler] = {}
         self._registered: Set[Tuple[str, str]] = set()  # (id, "read" or "write") gattd has
+        self._channels: Dict[str, Tuple[ChannelTaker, Optional[ChannelDecider]]] = {}
+        self._channel_paths: Dict[str, str] = {}  # taker object path -> channel id
+        self._channels_registered: Set[str] = set()  # channel ids gattd has from us
         self._subscribed = False
         self._subscribing: Optional["asyncio.Future[None]"] = None
         self._want_events = False
@@ -141,9 +149,9 @@ class Peripheral:
         self._failed = asyncio.Event()
         self._started = asyncio.Event()
         if self._bus_address:
-            bus = MessageBus(bus_address=self._bus_address)
+            bus = MessageBus(bus_address=self._bus_address, negotiate_unix_fd=True)
         else:
-            bus = MessageBus(bus_type=BusType.SYSTEM)
+            bus = MessageBus(bus_type=BusType.SYSTEM, negotiate_unix_fd=True)  # channels' descriptors
         self._bus = await bus.connect()
         self._bus.add_message_handler(self._on_message)
         self._spawn(self._dispatch_signals())
@@ -162,12 +170,17 @@ class Peripheral:
         return self
 
     async def close(self) -> None:
-        """Unregisters the handlers (when gattd is there) and leaves the bus."""
+        """Unregisters the handlers and channel takers (when gattd is there), closes the
+        channels this program holds, and leaves the bus."""
         if self._bus is None:
             return
         if self._owner and self._registered:
             with contextlib.suppress(GattdError, OSError, asyncio.TimeoutError):
                 await self.call("UnregisterHandler", "o", [self._handler_path])
+        for channel in sorted(self._channels_registered if self._owner else ()):
+            with contextlib.suppress(GattdError, OSError, asyncio.TimeoutError):
+                await self.call("UnregisterChannel", "s", [channel])
+        self._channels_registered.clear()
         for task in list(self._tasks):
             task.cancel()
         self._bus.disconnect()
@@ -332,12 +345,18 @@ class Peripheral:
             self._spawn(self._register_checked())
 
     async def register(self) -> None:
-        """Registers the declared handlers now (connect and GattdStarted do it by themselves);
-        raises UnknownCharacteristic or AlreadyClaimed."""
+        """Registers the declared handlers and channel takers now (connect and GattdStarted
+        do it by themselves); raises UnknownCharacteristic, AlreadyClaimed or (a channel gattd
+        cannot give) Failed."""
         wanted = {(i, "read") for i in self._reads} | {(i, "write") for i in self._writes}
         new = wanted - self._registered
-        if not new:
-            return
+        if new:
+            await self._register_handlers(new)
+        for channel in sorted(set(self._channels) - self._channels_registered):
+            await self.call("RegisterChannel", "so", [channel, ch.object_path(self._handler_path, channel)])
+            self._channels_registered.add(channel)
+
+    async def _register_handlers(self, new: Set[Tuple[str, str]]) -> None:
         # RegisterHandler's `operations`: an id is claimed for what was declared for it, so
         # a write-only handler leaves the reads to gattd's store and a read-only one leaves
         # the writes to gattd (checked, decided by an onWrite hook, stored) as without one.
@@ -356,6 +375,125 @@ class Peripheral:
         self._registered.clear()
         self._reads.clear()
         self._writes.clear()
+
+    # ---- L2CAP channels ---------------------------------------------------------------
+
+    def on_channel(self, channel: str, accept: Optional[ChannelDecider] = None) -> Callable[[F], F]:
+        """Decorator: `func(sock, request)` (or a coroutine) takes every connection a
+        central opens on L2CAP channel `channel` (one of the definition's `channels` without
+        a `program`). `sock` is a non-blocking ``SOCK_SEQPACKET`` `socket.socket`, already
+        accepted; the library closes it when `func` returns or raises (``sock.detach()``
+        keeps it). `accept(request) -> bool` (or a coroutine), when given, decides first:
+        False or an exception refuses the connection. Registered with gattd at connect, and
+        again after gattd restarts; while this program is not registered gattd refuses the
+        channel's connections."""
+        def register(func: F) -> F:
+            self._declare_channel(channel, func, accept)
+            if self._owner is not None:
+                self._spawn(self._register_checked())
+            return func
+        return register
+
+    async def take_channel(self, channel: str, func: ChannelTaker,
+                           accept: Optional[ChannelDecider] = None) -> None:
+        """Callback form of on_channel. When gattd is there, registers now and raises what
+        gattd refuses (Failed: no such channel, it runs its own program, it does not listen;
+        AlreadyClaimed: another program takes it), declaring nothing then."""
+        self._declare_channel(channel, func, accept)
+        if self._owner is None:
+            return
+        try:
+            await self.register()
+        except GattdError:
+            if channel not in self._channels_registered:
+                self._forget_channel(channel)
+            raise
+
+    async def release_channel(self, channel: str) -> None:
+        """Stops taking `channel` (UnregisterChannel): gattd refuses its connections from
+        now on; channels already taken stay open. NotRegistered when this program does not
+        take it."""
+        self._forget_channel(channel)
+        self._channels_registered.discard(channel)
+        await self.call("UnregisterChannel", "s", [channel])
+
+    async def channels(self) -> List[Dict[str, Any]]:
+        """ListChannels: Id, Service, Security, Listening, PSM, Error, Program or Taker,
+        Open (the connections gattd relays)."""
+        found: List[Dict[str, Any]] = _plain((await self.call("ListChannels")).body[0])
+        return found
+
+    def _declare_channel(self, channel: str, func: ChannelTaker, accept: Optional[ChannelDecider]) -> None:
+        if not channel:
+            raise ValueError("name the channel (its id in the definition)")
+        self._channels[channel] = (func, accept)
+        self._channel_paths[ch.object_path(self._handler_path, channel)] = channel
+
+    def _forget_channel(self, channel: str) -> None:
+        self._channels.pop(channel, None)
+        self._channel_paths.pop(ch.object_path(self._handler_path, channel), None)
+
+    async def _open_channel(self, call: Message) -> None:
+        """org.gattd.ChannelTaker1.Open(h channel, a{sv} info): decide, accept, reply, then
+        run the taker with the socket. Fail closed: anything that goes wrong before the
+        reply refuses the connection."""
+        fds = list(call.unix_fds or [])
+        index = call.body[0] if call.body and isinstance(call.body[0], int) else -1
+        fd = fds[index] if 0 <= index < len(fds) else -1
+        for other in fds:
+            if other != fd:
+                os.close(other)
+        channel = self._channel_paths.get(call.path or "")
+        entry = self._channels.get(channel) if channel is not None else None
+        if fd < 0 or entry is None or channel is None:
+            if fd >= 0:
+                os.close(fd)
+            self._reply(Message.new_error(call, "org.gattd.Error.Failed",
+                                          "no descriptor in Open" if fd < 0 else "this program no longer takes it"))
+            return
+        func, decide = entry
+        sock: Optional[socket.socket] = None
+        try:
+            sock = socket.socket(fileno=fd)
+            sock.setblocking(False)
+            request = ch.request_of(channel, _plain(call.body[1]) if len(call.body) > 1 else {})
+            if decide is not None:
+                verdict = decide(request)
+                if inspect.isawaitable(verdict):
+                    verdict = await verdict
+                if not verdict:
+                    raise _Declined("the program refused the connection")
+            ch.accept(sock)
+            mtu = ch.send_mtu(sock)
+            if mtu:
+                request = dataclasses.replace(request, send_mtu=mtu)
+        except Exception as error:  # fail closed: refused, the central's open fails
+            if sock is not None:
+                sock.close()
+            else:
+                os.close(fd)
+            if not isinstance(error, _Declined):
+                log.exception("accepting a connection on channel %s failed; it is refused", channel)
+            self._reply(Message.new_error(call, "org.gattd.Error.Failed", "%s: %s" % (type(error).__name__, error)
+                                          if not isinstance(error, _Declined) else str(error)))
+            return
+        self._reply(Message.new_method_return(call))
+        await self._run_taker(func, sock, request)
+
+    async def _run_taker(self, func: ChannelTaker, sock: socket.socket, request: ChannelRequest) -> None:
+        try:
+            result = func(sock, request)
+            if inspect.isawaitable(result):
+                await result
+        except Exception:
+            log.exception("taker of channel %s failed; the channel is closed (serial %d, %s)",
+                          request.channel, request.serial, request.address)
+        finally:
+            sock.close()
+
+    def _reply(self, message: Message) -> None:
+        if self._bus is not None:
+            self._bus.send(message)
 
     # ---- events -----------------------------------------------------------------------
 
@@ -514,6 +652,7 @@ class Peripheral:
     async def _appeared(self, owner: str) -> None:
         self._owner = owner
         self._registered.clear()
+        self._channels_registered.clear()
         self._subscribed = False
         self._addresses.clear()
         try:
@@ -559,6 +698,19 @@ class Peripheral:
                 return True
             return Message.new_error(message, "org.freedesktop.DBus.Error.UnknownMethod",
                                      "%s has Read and Write only" % HANDLER)
+        if message.message_type == MessageType.METHOD_CALL and message.path in self._channel_paths:
+            if message.sender != self._owner:
+                for fd in message.unix_fds or ():
+                    os.close(fd)
+                return Message.new_error(message, AccessDenied.dbus_name,
+                                         "only %s opens this program's channels" % self.bus_name)
+            if message.interface in (CHANNEL_TAKER, None) and message.member == "Open":
+                self._spawn(self._open_channel(message))
+                return True
+            for fd in message.unix_fds or ():
+                os.close(fd)
+            return Message.new_error(message, "org.freedesktop.DBus.Error.UnknownMethod",
+                                     "%s has Open only" % CHANNEL_TAKER)
         return None
 
     async def _answer(self, call: Message) -> None:
@@ -655,6 +807,10 @@ class Peripheral:
                         await result
                 except Exception:
                     log.exception("event callback for %s failed", type(event).__name__)
+
+
+class _Declined(Exception):
+    """An `accept` decider said no."""
 
 
 class EventStream:
