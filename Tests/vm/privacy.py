@@ -20,9 +20,13 @@ what a program would do goes through gattctl (--gattctl). Phases:
             keeps a bonded central), the `connected` event names the identity, it
             subscribes to `reply` and `gattctl set reply --to IDENTITY` reaches it on a
             bluetoothd that targets sockets (5.82) and is refused as untargetable (never "not
-            subscribed") on 5.66, and `secret` (encrypt-read) reads without pairing again.
-  restarted after bluetoothd restarted: the same, and bluetoothd's object is now
-            dev_<identity>.
+            subscribed") on 5.66, where a value for all reaches it instead (first seen as the
+            watch's `changed` event: each value differs from the one gattd holds, since an
+            unchanged one is notified to nobody); once it unsubscribes `reply` is
+            unsubscribed; `secret` (encrypt-read) reads without pairing again.
+  restarted after bluetoothd restarted: the same, `reply` is not subscribed before the
+            central subscribes (no subscription survives the restart), and bluetoothd's
+            object, also in `central-subscribed`, is now dev_<identity>.
   stranger  gattd forgot the bond (`gattctl bonds remove`): the central forgets gattd too
             and connects from an RPA; gattd (bondedOnly, pairing closed) drops it.
 """
@@ -191,17 +195,39 @@ def reply_subscribed(args):
     return [c['subscribed'] for c in listed if c['id'] == 'reply'] == [True]
 
 
-def targeted_value(central, args, watch, reply, before, kept=False):
+def reply_value(args):
+    """`reply`'s current value as gattd has it (`gattctl get`), a little-endian uint16."""
+    got = json.loads(gattctl(args, 'get', 'reply', '--json').stdout)
+    return int.from_bytes(bytes.fromhex(got['hex']), 'little')
+
+
+def uint16(value):
+    return (value % 0x10000).to_bytes(2, 'little')
+
+
+def targeted_value(central, args, watch, reply, before, device, kept=False, fresh=False):
     """Subscribes to `reply` and sends it a value for this central alone, by its identity:
     it arrives where bluetoothd targets sockets (5.79 and later); 5.66 shares one socket and
     gattd refuses, saying so (never "not subscribed"), and a value for all reaches it.
+
+    Each value is derived from `reply`'s current one, so it differs from what gattd holds:
+    gattd notifies nobody of a control set that leaves the value unchanged (gattctl(1)
+    `set`), and a repeated value would look like a notification bluetoothd lost. The value
+    for all must first show up as the watch's `changed` event (gattd wrote it), and only
+    then is the notification awaited (bluetoothd sent it).
 
     kept: 5.66 only, the central's return before bluetoothd restarted. bluetoothd kept the
     subscription the central made from its first RPA (its CCC state, kept by that address
     because the central is bonded) and with it the shared socket, so the central's new
     subscription rides on that socket and brings no `AcquireNotify` (docs/bluez-contract.md
     §12): `reply` is still subscribed before the central subscribes, and the value for all
-    reaches it through the socket gattd already has."""
+    reaches it through the socket gattd already has.
+
+    fresh: after bluetoothd restarted, no subscription survives (§6): `reply` must not be
+    subscribed before the central subscribes.
+
+    Either way, once the central unsubscribes `reply` must end unsubscribed: on 5.66 the
+    first value after the return dropped the record of the first RPA (§12)."""
     if kept:
         if not reply_subscribed(args):
             raise CheckFailed('5.66 keeps the subscription of a bonded central from its first visit: '
@@ -209,31 +235,51 @@ def targeted_value(central, args, watch, reply, before, kept=False):
         central.subscribe(reply)
         step('subscribed again: no AcquireNotify, bluetoothd uses the shared socket of the first visit')
     else:
+        if fresh and reply_subscribed(args):
+            raise CheckFailed('no subscription survives a bluetoothd restart: reply is subscribed '
+                              'before the central subscribed')
         central.subscribe(reply)
-        watch.wait(central, 'central-subscribed reply', before, event='central-subscribed', id='reply')
-    done = gattctl(args, 'set', 'reply', '--uint16', '4660', '--to', args.identity, expect=None)
+        subscribed = watch.wait(central, 'central-subscribed reply', before, event='central-subscribed', id='reply')
+        if subscribed.get('device') != device:
+            raise CheckFailed('central-subscribed names %s, the central is %s' % (subscribed.get('device'), device))
+        step('subscribed through a new socket (central-subscribed %s)' % subscribed['device'])
+    base = reply_value(args)
+    targeted, for_all = uint16(base + 1), uint16(base + 2)
+    done = gattctl(args, 'set', 'reply', '--uint16', str(int.from_bytes(targeted, 'little')), '--to', args.identity,
+                   expect=None)
+    mark = len(watch.events())
     if args.targeted:
         if done.returncode != 0:
             raise CheckFailed('gattctl set reply --to %s: exit %d: %s' % (args.identity, done.returncode,
                                                                           done.stderr.strip()))
         got = central.wait_notifications(reply, 1, what='the targeted value')
-        if got[-1] != b'\x34\x12':
-            raise CheckFailed('the targeted value arrived as %s' % got[-1].hex())
+        if got[-1] != targeted:
+            raise CheckFailed('the targeted value %s arrived as %s' % (targeted.hex(), got[-1].hex()))
         step('gattctl set reply --to %s reached the central (%s)' % (args.identity, got[-1].hex()))
     else:
         if done.returncode != 5 or 'not subscribed' in done.stderr or 'cannot reach chosen centrals' not in done.stderr:
             raise CheckFailed('5.66 shares one socket: --to must be refused as untargetable, got exit %d: %s'
                               % (done.returncode, done.stderr.strip()))
         step('gattctl set --to refused as bluetoothd 5.66 cannot target: %s' % done.stderr.strip())
-        gattctl(args, 'set', 'reply', '--uint16', '4661')
+        gattctl(args, 'set', 'reply', '--uint16', str(int.from_bytes(for_all, 'little')))
+        try:
+            watch.wait(central, 'the changed event of reply', mark, event='changed', id='reply', hex=for_all.hex(),
+                       origin='control')
+        except CheckFailed as e:
+            raise CheckFailed('gattd did not notify %s (no changed event): %s' % (for_all.hex(), e))
         got = central.wait_notifications(reply, 1, what='the value for all')
-        if got[-1] != b'\x35\x12':
-            raise CheckFailed('the value for all arrived as %s' % got[-1].hex())
-        step('gattctl set reply (to all) reached the central through the shared socket (%s)' % got[-1].hex())
+        if got[-1] != for_all:
+            raise CheckFailed('the value for all %s arrived as %s' % (for_all.hex(), got[-1].hex()))
+        step('gattctl set reply (to all) reached the central through the %s socket (%s)'
+             % ('kept shared' if kept else 'new shared', got[-1].hex()))
     central.unsubscribe(reply)
+    watch.wait(central, 'reply unsubscribed', mark, event='unsubscribed', id='reply')
+    if reply_subscribed(args):
+        raise CheckFailed('reply is still subscribed after the central unsubscribed')
+    step('the central unsubscribed: reply is unsubscribed')
 
 
-def returning(central, args, device_path_check, kept=False):
+def returning(central, args, device_path_check, kept=False, fresh=False):
     watch = Watch(args.watch)
     agent = CentralAgent(central.bus, forbid=True)
     register_agent(central, agent, 'NoInputNoOutput')
@@ -251,7 +297,7 @@ def returning(central, args, device_path_check, kept=False):
     device_path_check(back['device'])
     step('returned (bluetoothd\'s object %s), announced as %s' % (back['device'], back['address']))
     found = chrcs(central, path, SERVICE)
-    targeted_value(central, args, watch, found[REPLY]['path'], before, kept)
+    targeted_value(central, args, watch, found[REPLY]['path'], before, back['device'], kept, fresh)
     secret = found[SECRET]['path']
     value = central.read(secret)
     if value != b'for bonded phones':
@@ -283,7 +329,7 @@ def phase_restarted(central, args):
     def identity_object(device):
         if not device.endswith('dev_' + args.identity.replace(':', '_')):
             raise CheckFailed('after a restart the object should be dev_<identity>, got %s' % device)
-    returning(central, args, identity_object)
+    returning(central, args, identity_object, fresh=True)
 
 
 def phase_stranger(central, args):

@@ -13,15 +13,18 @@
 #      the identity; a value `--to IDENTITY` reaches it (5.82; 5.66 shares one socket:
 #      refused as such, never "not subscribed", and a value for all reaches it through the
 #      shared socket bluetoothd kept from its first visit: no AcquireNotify on 5.66,
-#      docs/bluez-contract.md §12); an encrypted read needs no new pairing.
-#   3. bluetoothd restarts: the same, and the object is dev_<identity>.
+#      docs/bluez-contract.md §12); after it unsubscribes, `reply` is unsubscribed; an
+#      encrypted read needs no new pairing.
+#   3. bluetoothd restarts: `reply` is not subscribed until the central subscribes again,
+#      then the same as 2 through a new socket, and the object is dev_<identity>.
 #   4. gattd forgets the bond: the private central connects and is dropped.
+# Every value the central waits for differs from the one gattd holds (gattd notifies nobody
+# of a control set that leaves the value unchanged: phase 3 once repeated phase 2's value
+# and failed on 5.66), and a value for all must show as the watch's `changed` event first.
 # bluetoothd runs with Channels = 1 (configs/bluetoothd-privacy.conf). Times (whole run on
-# the host): 5.82 passes, 67-70 s (twice in a row, with 5.82's default Channels = 1). 5.66:
-# phases 1 and 2 pass; phase 3 fails (79 s with Channels = 1, 97 s with 3): after the
-# bluetoothd restart the returning bonded central subscribes (AcquireNotify comes), but a
-# value gattd writes to that socket is not sent by bluetoothd (no notification in its log
-# or btmon); not explained yet. So it is not in run-suite's suite set.
+# the host, run-suite's figure): passed twice in a row on both, 5.66 66 and 74 s, 5.82 69 and
+# 81 s (the whole `run-suite --bluez 5.66,5.82 gattd-privacy` 162 and 183 s, other helpers
+# working on the 2 cores). Not in run-suite's suite set yet.
 # Environment (run-guest --env): GATTD_BIN, GATTCTL_BIN (default: next to GATTD_BIN).
 set -uo pipefail
 VM=${GATTD_VM_DIR:?}
