@@ -39,7 +39,7 @@ import dbus
 import dbus.service
 from gi.repository import GLib
 
-from bluezcentral import CheckFailed, Central, bound, full_uuid, run, step
+from bluezcentral import CHRC, CheckFailed, Central, bound, full_uuid, run, step
 
 AGENT_PATH = '/org/gattd/test/central_agent'
 AGENT = 'org.bluez.Agent1'
@@ -328,26 +328,49 @@ def phase_cached(central, args):
     if os.path.exists(args.handles):
         with open(args.handles) as f:
             before = json.load(f)
+    # Characteristic objects this central removed (it handles a Service Changed by
+    # discovering the range again: the objects in it go and come back).
+    removed = set()
+
+    def interfaces_removed(object_path, interfaces):
+        if CHRC in interfaces:
+            removed.add(str(object_path))
+    watch = central.bus.add_signal_receiver(interfaces_removed, 'InterfacesRemoved',
+                                            'org.freedesktop.DBus.ObjectManager', 'org.bluez')
     auto_connect(central, path, args.peer)
     early = 0
     for uuid, cached in sorted(before.items()):
         # Read at the cached object path (the cached handle) as soon as it is there. Only
         # the object vanishing is tolerated (this central took a Service Changed and is
-        # discovering the range again: it then reads at the path it finds, checked below);
-        # an ATT error such as Invalid Handle, or another value, fails.
+        # discovering the range again: it then reads at the path it finds, checked below):
+        # before the read (UnknownObject) or while it is under way (bluetoothd cancels the
+        # ATT read of a characteristic it removes and never answers the call: seen as
+        # InterfacesRemoved for the path before any reply). An ATT error such as Invalid
+        # Handle, another value, or no answer while the object stayed, fails.
         for attempt in range(3):
             central.pump_until(every(0.2, lambda: has_object(central, cached)), 60, 'cached object %s' % cached)
             resolved = bool(central.prop(path, 'org.bluez.Device1', 'ServicesResolved'))
-            try:
-                value = central.read(cached)
+            removed.discard(cached)
+            sent = central.send(cached, CHRC, 'ReadValue', dbus.Dictionary({}, signature='sv'))
+            central.pump_until(lambda: 'ok' in sent or 'err' in sent or cached in removed,
+                               sent['timeout'] + 2, sent['what'], scaled=False)
+            if 'ok' in sent:
+                value = bytes(sent['ok'][0])
                 break
-            except dbus.DBusException as e:
-                if e.get_dbus_name() == 'org.freedesktop.DBus.Error.UnknownObject' and attempt < 2:
-                    step('cached %s: the object went away (Service Changed being handled); waiting for it'
-                         % uuid[:8])
+            if 'err' not in sent:
+                if attempt < 2:
+                    step('cached %s: the object went away during the read (Service Changed being '
+                         'handled; bluetoothd drops that read); waiting for it' % uuid[:8])
                     continue
-                raise CheckFailed('read of %s at its cached path %s failed: %s: %s'
-                                  % (uuid[:8], cached, e.get_dbus_name(), e.get_dbus_message()))
+                raise CheckFailed('read of %s at its cached path %s: the object went away during '
+                                  'each of 3 reads' % (uuid[:8], cached))
+            e = sent['err']
+            if e.get_dbus_name() == 'org.freedesktop.DBus.Error.UnknownObject' and attempt < 2:
+                step('cached %s: the object went away (Service Changed being handled); waiting for it'
+                     % uuid[:8])
+                continue
+            raise CheckFailed('read of %s at its cached path %s failed: %s: %s'
+                              % (uuid[:8], cached, e.get_dbus_name(), e.get_dbus_message()))
         check_value(uuid, value, args, 'right after reconnecting')
         early += 0 if resolved else 1
         step('cached %s %s read %r%s' % (uuid[:8], cached.rsplit('/', 2)[-2:], value,
@@ -381,6 +404,7 @@ def phase_cached(central, args):
          % (len(before), early, added))
     with open(args.handles, 'w') as f:
         json.dump(now, f)
+    watch.remove()
     auto_connect_end(central, args.peer)
     central.disconnect(path)
 
