@@ -15,6 +15,11 @@ address type, hence ctypes, as in longwrite_att.py).
   refused PSM                     the channel is refused (connect fails)
   parallel PSM BYTES --own2 ADDR  two channels (from --own and --own2, which may be the same)
                                   echo at once
+  link-up                         bluetoothd has a link from --own to --peer (fails if not)
+  drop-link                       ends the link from --own to --peer if one is up
+                                  (Device1.Disconnect on the adapter whose Address is --own,
+                                  then Connected false): read-psm's raw ATT socket must make
+                                  its own link (see read_psms)
 
 usage: channels_central.py --own ADDR --peer ADDR COMMAND ...
 """
@@ -29,8 +34,10 @@ import threading
 import time
 import uuid as uuidlib
 
+import dbus
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bluezcentral import CheckFailed  # noqa: E402
+from bluezcentral import ADAPTER, DEVICE, Central, CheckFailed  # noqa: E402
 from longwrite_att import READ_BY_TYPE_REQ, Att, AttError  # noqa: E402
 
 AF_BLUETOOTH, BTPROTO_L2CAP, BDADDR_LE_PUBLIC = 31, 0, 1
@@ -49,7 +56,11 @@ def sockaddr_l2(address, psm):
 
 
 def read_psms(own, peer):
-    """Every PSM characteristic's value, in handle order (Read By Type 0x2803, then Read)."""
+    """Every PSM characteristic's value, in handle order (Read By Type 0x2803, then Read).
+
+    The raw ATT socket (fixed CID 4) works only if it makes the link: when a channel socket
+    made it, bluetoothd on own's adapter put its ATT on it and keeps it up, and this connect
+    gets EBUSY (one user per fixed channel and link). drop-link ends such a link first."""
     att = Att(own, peer)
     try:
         handles, start = [], 1
@@ -75,6 +86,45 @@ def read_psms(own, peer):
         return [struct.unpack('<H', v)[0] for v in values]
     finally:
         att.close()
+
+
+def links(own, peer):
+    """The Central, the adapter (object path) whose Address is own, and the paths of its
+    devices at peer that are connected."""
+    central = Central()  # only its bus is used: the adapter is found by its Address
+    objects = central.objects()
+    adapters = [path for path, interfaces in objects.items()
+                if str(interfaces.get(ADAPTER, {}).get('Address', '')).upper() == own.upper()]
+    if len(adapters) != 1:
+        raise CheckFailed('bluetoothd has %d adapters with Address %s' % (len(adapters), own))
+    up = [path for path, interfaces in objects.items()
+          if DEVICE in interfaces and str(interfaces[DEVICE].get('Adapter')) == adapters[0]
+          and str(interfaces[DEVICE].get('Address', '')).upper() == peer.upper()
+          and bool(interfaces[DEVICE].get('Connected'))]
+    return central, adapters[0], up
+
+
+def link_up(own, peer):
+    """A line saying that bluetoothd has a link from own's adapter to peer; CheckFailed if not."""
+    _, adapter, up = links(own, peer)
+    if not up:
+        raise CheckFailed('no link to %s on %s (Device1.Connected is not true)' % (peer, adapter))
+    return 'link to %s on %s is up (Device1.Connected)' % (peer, adapter)
+
+
+def drop_link(own, peer):
+    """Ends the link from own's adapter to peer, if bluetoothd has one up; returns a line
+    saying which."""
+    central, adapter, up = links(own, peer)
+    if not up:
+        return 'no link to %s on %s' % (peer, adapter)
+    for path in up:
+        try:
+            central.disconnect(path)  # MGMT Disconnect: ends the link whoever holds it
+        except dbus.DBusException as e:
+            raise CheckFailed('drop-link: Device1.Disconnect of %s: %s: %s'
+                              % (peer, e.get_dbus_name(), e.get_dbus_message()))
+    return 'link to %s on %s dropped (Device1.Disconnect, then Connected false)' % (peer, adapter)
 
 
 def open_channel(own, peer, psm, timeout=40):
@@ -231,7 +281,7 @@ def main():
     parser.add_argument('--own', required=True)
     parser.add_argument('--own2')
     parser.add_argument('--peer', required=True)
-    parser.add_argument('command', choices=['read-psm', 'echo', 'refused', 'parallel'])
+    parser.add_argument('command', choices=['read-psm', 'echo', 'refused', 'parallel', 'link-up', 'drop-link'])
     parser.add_argument('args', nargs='*')
     parser.add_argument('--kill')
     parser.add_argument('--window', type=int, help='bytes sent and not yet echoed at most (default: no limit)')
@@ -257,6 +307,10 @@ def main():
                 return 0
             sock.close()
             raise CheckFailed('the channel to PSM %d opened; it should have been refused' % psm)
+        elif args.command == 'link-up':
+            print(link_up(args.own, args.peer))
+        elif args.command == 'drop-link':
+            print(drop_link(args.own, args.peer))
         elif args.command == 'parallel':
             psm, total = int(args.args[0]), int(args.args[1])
             results, failures = {}, []

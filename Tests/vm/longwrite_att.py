@@ -21,6 +21,7 @@ usage: longwrite_att.py --gattctl PATH --own ADDR --peer ADDR
 """
 import argparse
 import ctypes
+import errno
 import os
 import socket
 import struct
@@ -65,7 +66,14 @@ class Att:
             raw = sockaddr_l2(address, cid)
             if call(self.sock.fileno(), raw, len(raw)) != 0:
                 err = ctypes.get_errno()
-                raise CheckFailed('%s %s: %s' % (call.__name__, address, os.strerror(err)))
+                self.sock.close()
+                message = '%s %s (ATT, CID %d): %s' % (call.__name__, address, cid, os.strerror(err))
+                if call.__name__ == 'connect' and err == errno.EBUSY:
+                    # The kernel allows one user of a fixed channel per link: a link to peer
+                    # made by another socket (an L2CAP channel) got bluetoothd's ATT on it.
+                    message += ('; a link to %s is up and another ATT user on this adapter (bluetoothd) '
+                                'holds its fixed channel: drop the link first (Device1.Disconnect)' % peer)
+                raise CheckFailed(message)
         self.sock.settimeout(timeout)  # after connect: a timeout makes the descriptor non-blocking
         self.peer_requests = []
 
