@@ -93,10 +93,10 @@ public struct RuntimeFactory {
     }
 
     /// The runtime of a reloaded configuration that rebuilds the tree, carrying over from
-    /// `previous`: written values that still fit (the others are logged and dropped), the
-    /// counters of characteristics that still have an `update`, the advertisements' saved
-    /// on/off states and data, and the `onWrite` programs still running. Not yet served:
-    /// `service.serve(runtime)`, then `previous.stop()` and `runtime.start()`.
+    /// `previous`: written values that still fit (the others are logged and dropped), what
+    /// its persistence kept (`Persistence.carryOver(from:)`: handles, counters,
+    /// advertisement states and data), and the `onWrite` programs still running. Not yet
+    /// served: `service.serve(runtime)`, then `previous.stop()` and `runtime.start()`.
     public func make(_ configuration: Configuration, after previous: Runtime) -> Runtime {
         let database = AttributeDatabase(configuration: configuration)
         for drop in database.carryOver(from: previous.database) {
@@ -105,21 +105,7 @@ public struct RuntimeFactory {
                 metadata: ["gatt.id": "\(drop.id)", "reason": "\(drop.reason)"])
         }
         let persistence = makePersistence(configuration, database)
-        if let old = previous.persistence, let persistence {
-            // Kept until the new tree is registered and its handles recorded.
-            persistence.recordHandles(old.savedHandles)
-            for id in configuration.services.flatMap(\.characteristics).filter({ $0.update != nil }).map(\.id) {
-                if let counter = old.savedCounter(id: id) { persistence.recordCounter(counter, id: id) }
-            }
-            for advertisement in configuration.advertisements {
-                if let enabled = old.savedAdvertisementEnabled(id: advertisement.id) {
-                    persistence.recordAdvertisementEnabled(enabled, id: advertisement.id)
-                }
-                if let data = old.savedAdvertisementData(id: advertisement.id) {
-                    persistence.recordAdvertisementData(data, id: advertisement.id)
-                }
-            }
-        }
+        if let old = previous.persistence { persistence?.carryOver(from: old) }
         let notifier = Notifier(configuration: configuration, database: database, clock: clock, mtu: mtu, logger: logger)
         let writeHooks = WriteHookRunner(
             configuration: configuration, loop: loop, logger: logger, programs: previous.writeHooks.programs)
