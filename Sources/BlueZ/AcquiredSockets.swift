@@ -213,7 +213,7 @@ final class AcquiredSockets {
             }
             if change.old.isEmpty { self.finishSwitch(attribute, change, late: false) }
         }
-        let clock = service.notifier.clock
+        let clock = service.runtime.notifier.clock
         change.cancelLimit = clock.at(clock.now() + Self.switchLimit) { [unowned self, weak change] in
             guard let change else { return }
             self.finishSwitch(attribute, change, late: true)

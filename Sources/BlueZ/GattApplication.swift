@@ -38,14 +38,14 @@ public final class GattApplication: NotificationSink {
     ) throws(DBusError) {
         self.rootPath = BlueZNames.applicationRoot
         self.connection = connection
-        self.database = service.database
+        self.database = service.runtime.database
         self.logger = logger
         self.requests = GattRequestHandler(
             service: service, sockets: AcquiredSockets(loop: connection.loop, service: service, logger: logger),
             session: session, logger: logger)
         handles = HandleBook(requested: AttributeHandles(), logger: logger)
         try build(configuration, remembered: remembered)
-        service.notifier.sink = self
+        service.runtime.notifier.sink = self
     }
 
     /// Replaces the whole tree (reload): removes every object from the bus, then exports
@@ -61,14 +61,14 @@ public final class GattApplication: NotificationSink {
         characteristics.removeAll()
         let previous = requests
         previous.sockets.closeAll()
-        database = service.database
+        database = service.runtime.database
         requests = GattRequestHandler(
             service: service, sockets: AcquiredSockets(loop: connection.loop, service: service, logger: logger),
             session: previous.session, logger: logger)
         requests.sockets.onCentralSubscription = onCentralSubscription
         requests.sockets.model = previous.sockets.model
         try build(configuration, remembered: remembered)
-        service.notifier.sink = self
+        service.runtime.notifier.sink = self
     }
 
     /// A central that bluetoothd names subscribed to a characteristic through its own

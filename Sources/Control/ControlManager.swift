@@ -33,8 +33,8 @@ public final class ControlManager: DBusObject {
     let connection: BusConnection
     /// DaemonCore's request pipeline; its database and persistence are the ones served.
     let service: RequestService
-    var database: AttributeDatabase { service.database }
-    var persistence: Persistence? { service.persistence }
+    var database: AttributeDatabase { service.runtime.database }
+    var persistence: Persistence? { service.runtime.persistence }
     /// The database whose changes are being observed (a reload may replace it).
     var observedDatabase: AttributeDatabase?
     /// The BlueZ side: advertising, the pairing window, centrals and bonds, sockets.

@@ -251,6 +251,22 @@ public final class Persistence {
         scheduleFlush()
     }
 
+    /// A reload's new persistence takes over what `previous` kept beside the values (which
+    /// the database carries over itself: `AttributeDatabase.carryOver(from:)`): the
+    /// handles, until the new tree is registered and its own are recorded; the counters of
+    /// the characteristics that still have an `update`; the on/off states and data of the
+    /// advertisements still defined. Recorded as any change is, so saved as one.
+    public func carryOver(from previous: Persistence) {
+        recordHandles(previous.savedHandles)
+        for id in updatedIDs {
+            if let counter = previous.savedCounter(id: id) { recordCounter(counter, id: id) }
+        }
+        for id in advertisementIDs {
+            if let enabled = previous.savedAdvertisementEnabled(id: id) { recordAdvertisementEnabled(enabled, id: id) }
+            if let data = previous.savedAdvertisementData(id: id) { recordAdvertisementData(data, id: id) }
+        }
+    }
+
     // MARK: - Flushing
 
     /// Saves now if anything is unsaved and completes every waiting reply (SIGTERM).

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
 
 public import BLEModel
-public import Logging
+import Logging
 
 /// The one place where the steps of a read and of a write are ordered. Its callers only
-/// translate: the BlueZ layer (a central, through bluetoothd), the control API (a program
-/// on the board), and the value sources (`update(_:to:origin:)`); none of them spells the
-/// steps out again.
+/// translate: the BlueZ layer (a central, through bluetoothd) and the control API (a
+/// program on the board); neither spells the steps out again. (The value sources are no
+/// request: each sets its readings in the database of its own runtime, the one this
+/// service serves while their timers run: `UpdateScheduler`.)
 ///
 /// A write from a central:
 /// 1. validate (permission, offset, resulting length) — a failure is the ATT result;
@@ -29,15 +30,11 @@ public final class RequestService {
     /// A characteristic whose `SetValue` was refused for a full queue has room again
     /// (whichever notifier is current).
     public var onReadyToUpdate: ((Attribute) -> Void)?
-    /// Replaced, with `persistence`, `notifier` and `writeHooks`, by a reload that
-    /// rebuilds the GATT tree (`replace(database:persistence:notifier:writeHooks:)`).
-    public private(set) var database: AttributeDatabase
-    /// When set, a write's reply waits until its value is on disk.
-    public private(set) var persistence: Persistence?
-    /// Paces notifications and hands them to the sink.
-    public private(set) var notifier: Notifier
-    /// Runs `onWrite` programs; nil: hooks are not run.
-    public private(set) var writeHooks: WriteHookRunner?
+    /// The runtime served: its attribute database, its persistence (when set, a write's
+    /// reply waits until its value is on disk), its notifier (paces notifications and hands
+    /// them to the sink) and its `onWrite` hooks. The service keeps no copy of any of them,
+    /// so a reload that gives it a new runtime (`serve(_:)`) leaves nothing stale behind.
+    public private(set) var runtime: Runtime
     /// Learns the MTU from the requests of centrals (kept across reloads).
     public let mtu: MTUTracker
     /// Which program serves which attribute; outlives reloads.
@@ -47,18 +44,13 @@ public final class RequestService {
     public var centralAddress: (String) -> String? = { _ in nil }
     let logger: Logger
 
-    public init(
-        database: AttributeDatabase, persistence: Persistence?, notifier: Notifier, writeHooks: WriteHookRunner?,
-        mtu: MTUTracker, logger: Logger
-    ) {
-        self.database = database
-        self.persistence = persistence
-        self.notifier = notifier
-        self.writeHooks = writeHooks
+    /// Serves `runtime` (`RuntimeFactory.makeService`).
+    init(runtime: Runtime, mtu: MTUTracker, logger: Logger) {
+        self.runtime = runtime
         self.mtu = mtu
         self.logger = logger
-        forwardReady(notifier)
-        handlers.apply(to: database)
+        forwardReady(runtime.notifier)
+        handlers.apply(to: runtime.database)
     }
 
     /// Only the notifier being served forwards to this service, and it stops before the
@@ -70,28 +62,16 @@ public final class RequestService {
     }
 
     deinit {
-        notifier.onReady = nil
+        runtime.notifier.onReady = nil
     }
 
     /// A reload rebuilt the tree: serve `runtime` from now on (`RuntimeFactory.make`).
     public func serve(_ runtime: Runtime) {
-        replace(
-            database: runtime.database, persistence: runtime.persistence, notifier: runtime.notifier,
-            writeHooks: runtime.writeHooks)
-    }
-
-    /// A reload rebuilt the tree: serve the new database from now on.
-    public func replace(
-        database: AttributeDatabase, persistence: Persistence?, notifier: Notifier, writeHooks: WriteHookRunner?
-    ) {
-        self.database = database
-        self.persistence = persistence
-        self.notifier.onReady = nil
-        self.notifier = notifier
-        self.writeHooks = writeHooks
-        forwardReady(notifier)
+        self.runtime.notifier.onReady = nil
+        self.runtime = runtime
+        forwardReady(runtime.notifier)
         longReads = LongReadCache()
-        for id in handlers.apply(to: database) {
+        for id in handlers.apply(to: runtime.database) {
             logger.warning("a handler's claim ended: the reloaded definition has no such id", metadata: ["gatt.id": "\(id)"])
         }
     }
@@ -119,7 +99,7 @@ public final class RequestService {
                 logNoHandler(attribute, "read", error)
                 return .now(.failure(error))
             }
-            return .now(database.read(attribute, offset: request.offset))
+            return .now(runtime.database.read(attribute, offset: request.offset))
         }
         guard attribute.access.contains(.read) else { return .now(.failure(.readNotPermitted)) }
         // What one response carries at most: ATT MTU - 1. Without an MTU no read is taken
@@ -127,7 +107,8 @@ public final class RequestService {
         let payload = request.mtu.map { max($0 - 1, 1) } ?? Int.max
         if request.offset > 0,
             let bytes = longReads.continueRead(
-                of: attribute.id, device: request.device, offset: request.offset, payload: payload, now: notifier.clock.now())
+                of: attribute.id, device: request.device, offset: request.offset, payload: payload,
+                now: runtime.notifier.clock.now())
         {
             return .now(Self.slice(bytes, at: request.offset))
         }
@@ -135,7 +116,9 @@ public final class RequestService {
         if request.offset == 0 {
             // Another long read of this central's is under way (EATT: one per bearer): the same
             // bytes, or the same answer once the handler gives it (`LongReadCache`).
-            if let bytes = longReads.joinRead(of: attribute.id, device: request.device, payload: payload, now: notifier.clock.now()) {
+            if let bytes = longReads.joinRead(
+                of: attribute.id, device: request.device, payload: payload, now: runtime.notifier.clock.now())
+            {
                 return .now(.success(bytes[...]))
             }
             if asking[key] != nil {
@@ -152,7 +135,8 @@ public final class RequestService {
             pending.finish(result)
             for (read, payload) in joined {
                 if case .success = result,
-                    let bytes = longReads.joinRead(of: attribute.id, device: request.device, payload: payload, now: notifier.clock.now())
+                    let bytes = longReads.joinRead(
+                        of: attribute.id, device: request.device, payload: payload, now: runtime.notifier.clock.now())
                 {
                     read.finish(.success(bytes[...]))
                 } else {
@@ -181,7 +165,9 @@ public final class RequestService {
                 return .failure(.unlikely)
             }
             if request.offset == 0 {
-                longReads.remember(bytes, of: attribute.id, device: request.device, payload: payload, now: notifier.clock.now())
+                longReads.remember(
+                    bytes, of: attribute.id, device: request.device, payload: payload,
+                    now: runtime.notifier.clock.now())
             }
             return Self.slice(bytes, at: request.offset)
         case .refused(let error):
@@ -191,7 +177,7 @@ public final class RequestService {
         case .unavailable(let reason):
             logUnavailable(handler, attribute, "read", reason)
             switch attribute.handling.fallback {
-            case .storedValue: return database.read(attribute, offset: request.offset)
+            case .storedValue: return runtime.database.read(attribute, offset: request.offset)
             case .error(let error): return .failure(error)
             }
         }
@@ -291,7 +277,7 @@ public final class RequestService {
             handler.write(attribute, bytes: bytes, addressed(request), timeout: timeout) { [self] answer in
                 switch answer {
                 case .answered:
-                    let hook = writeHooks?.hook(for: attribute)
+                    let hook = runtime.writeHooks.hook(for: attribute)
                     store(attribute, bytes, request, runHook: hook != nil && hook?.decides == false, completion: completion)
                 case .refused(let error):
                     completion(.failure(.refused(error)))
@@ -338,10 +324,10 @@ public final class RequestService {
     private func decideByHook(
         _ attribute: Attribute, _ bytes: [UInt8], _ request: AttributeRequest, completion: @escaping WriteCompletion
     ) {
-        let hook = request.caller == .central ? writeHooks?.hook(for: attribute) : nil
-        if let hook, hook.decides, let writeHooks {
+        let hook = request.caller == .central ? runtime.writeHooks.hook(for: attribute) : nil
+        if let hook, hook.decides {
             let named = addressed(request)
-            writeHooks.decide(
+            runtime.writeHooks.decide(
                 attribute, bytes: bytes, offset: request.offset, device: request.device, address: named.address
             ) {
                 [self] refusal in
@@ -372,7 +358,7 @@ public final class RequestService {
             guard request.offset + count <= attribute.maxLength else { return .failure(.invalidAttributeValueLength) }
             return .success(())
         case .central:
-            return database.validateWrite(attribute, count: count, offset: request.offset)
+            return runtime.database.validateWrite(attribute, count: count, offset: request.offset)
         case .control:
             guard (attribute.minLength...attribute.maxLength).contains(count) else {
                 return .failure(.invalidAttributeValueLength)
@@ -387,30 +373,31 @@ public final class RequestService {
         _ attribute: Attribute, _ bytes: [UInt8], _ request: AttributeRequest, runHook: Bool,
         completion: @escaping WriteCompletion
     ) {
-        if request.caller == .control, !notifier.admits(attribute) {
-            completion(.failure(.queueFull(capacity: notifier.queueCapacity(attribute) ?? 0)))
+        if request.caller == .control, !runtime.notifier.admits(attribute) {
+            completion(.failure(.queueFull(capacity: runtime.notifier.queueCapacity(attribute) ?? 0)))
             return
         }
         let stored: Result<Void, GATTError> =
             switch request.caller {
-            case .central: database.write(attribute, bytes: bytes, offset: request.offset, origin: request.origin)
+            case .central:
+                runtime.database.write(attribute, bytes: bytes, offset: request.offset, origin: request.origin)
             case .control:
                 // With delivery "all" each value is a sample, equal to the last or not.
-                database.set(
+                runtime.database.set(
                     attribute, to: bytes, origin: request.origin,
-                    evenIfUnchanged: notifier.queueCapacity(attribute) != nil)
+                    evenIfUnchanged: runtime.notifier.queueCapacity(attribute) != nil)
             }
         if case .failure(let error) = stored {
             completion(.failure(.refused(error)))
             return
         }
-        let afterReply = { [writeHooks, centralAddress] in
+        let afterReply = { [writeHooks = runtime.writeHooks, centralAddress] in
             guard runHook else { return }
-            writeHooks?.written(
+            writeHooks.written(
                 attribute, bytes: bytes, offset: request.offset, device: request.device,
                 address: request.device.flatMap(centralAddress))
         }
-        guard let persistence else {
+        guard let persistence = runtime.persistence else {
             completion(.success(()))
             afterReply()
             return
@@ -429,33 +416,16 @@ public final class RequestService {
         }
     }
 
-    // MARK: - Value sources
-
-    /// A value source's reading, rendered: stored with `origin` (`.timer`) when its length
-    /// fits; observers see it (notifications, control-API signals, persistence). No
-    /// permission, hook or handler applies: the value comes from the configuration itself.
-    @inline(__always)
-    public func update(_ attribute: Attribute, to bytes: [UInt8], origin: ValueChangeOrigin) -> Result<Void, GATTError> {
-        database.set(attribute, to: bytes, origin: origin)
-    }
-
-    /// Whether the characteristic's notification queue (`delivery: "all"`) takes another
-    /// value; a value source's tick that finds it full is skipped.
-    @inline(__always)
-    public func hasRoom(_ attribute: Attribute) -> Bool {
-        notifier.hasRoom(attribute)
-    }
-
     // MARK: - Subscriptions
 
     /// bluetoothd's StartNotify/StopNotify. False when the attribute cannot notify.
     public func setNotifying(_ attribute: Attribute, _ notifying: Bool) -> Bool {
-        database.setNotifying(attribute, notifying)
+        runtime.database.setNotifying(attribute, notifying)
     }
 
     /// bluetoothd's Confirm: a central acknowledged an indication.
     public func confirm(_ attribute: Attribute) {
-        database.confirm(attribute)
-        notifier.confirmed(attribute)
+        runtime.database.confirm(attribute)
+        runtime.notifier.confirmed(attribute)
     }
 }

@@ -7,7 +7,8 @@ public import Mainloop
 /// Everything that serves one configuration: the attribute database, its persistence,
 /// the notification path, the `onWrite` hooks and the value sources. `RuntimeFactory`
 /// builds one at start and a new one on each reload that rebuilds the GATT tree; the
-/// `RequestService` serves one at a time (`RequestService.serve(_:)`).
+/// `RequestService` holds the one it serves (`RequestService.runtime`, replaced by
+/// `serve(_:)`).
 public final class Runtime {
     public let database: AttributeDatabase
     /// Nil: nothing is saved, and writes do not wait for the disk.
@@ -73,7 +74,8 @@ public struct RuntimeFactory {
 
     /// The first runtime, with the saved state restored before anything is exported (so
     /// the first read after a restart returns the last acknowledged value), and the
-    /// service that serves it. Its value sources are not started (`Runtime.start`).
+    /// service that serves it (`service.runtime` is that runtime). Its value sources are
+    /// not started (`Runtime.start`).
     public func makeService(_ configuration: Configuration) -> (service: RequestService, runtime: Runtime) {
         let database = AttributeDatabase(configuration: configuration)
         let persistence = makePersistence(configuration, database)
@@ -84,21 +86,18 @@ public struct RuntimeFactory {
         }
         let notifier = Notifier(configuration: configuration, database: database, clock: clock, mtu: mtu, logger: logger)
         let writeHooks = WriteHookRunner(configuration: configuration, loop: loop, logger: logger)
-        let service = RequestService(
-            database: database, persistence: persistence, notifier: notifier, writeHooks: writeHooks, mtu: mtu,
-            logger: logger)
         let runtime = Runtime(
             database: database, persistence: persistence, notifier: notifier,
-            writeHooks: writeHooks, updates: makeUpdates(configuration, database, persistence, service))
-        return (service, runtime)
+            writeHooks: writeHooks, updates: makeUpdates(configuration, database, persistence, notifier))
+        return (RequestService(runtime: runtime, mtu: mtu, logger: logger), runtime)
     }
 
     /// The runtime of a reloaded configuration that rebuilds the tree, carrying over from
-    /// `previous`: written values that still fit (the others are logged and dropped), the
-    /// counters of characteristics that still have an `update`, the advertisements' saved
-    /// on/off states and data, and the `onWrite` programs still running. Not yet served:
-    /// `service.serve(runtime)`, then `previous.stop()` and `runtime.start()`.
-    public func make(_ configuration: Configuration, after previous: Runtime, for service: RequestService) -> Runtime {
+    /// `previous`: written values that still fit (the others are logged and dropped), what
+    /// its persistence kept (`Persistence.carryOver(from:)`: handles, counters,
+    /// advertisement states and data), and the `onWrite` programs still running. Not yet
+    /// served: `service.serve(runtime)`, then `previous.stop()` and `runtime.start()`.
+    public func make(_ configuration: Configuration, after previous: Runtime) -> Runtime {
         let database = AttributeDatabase(configuration: configuration)
         for drop in database.carryOver(from: previous.database) {
             logger.warning(
@@ -106,27 +105,13 @@ public struct RuntimeFactory {
                 metadata: ["gatt.id": "\(drop.id)", "reason": "\(drop.reason)"])
         }
         let persistence = makePersistence(configuration, database)
-        if let old = previous.persistence, let persistence {
-            // Kept until the new tree is registered and its handles recorded.
-            persistence.recordHandles(old.savedHandles)
-            for id in configuration.services.flatMap(\.characteristics).filter({ $0.update != nil }).map(\.id) {
-                if let counter = old.savedCounter(id: id) { persistence.recordCounter(counter, id: id) }
-            }
-            for advertisement in configuration.advertisements {
-                if let enabled = old.savedAdvertisementEnabled(id: advertisement.id) {
-                    persistence.recordAdvertisementEnabled(enabled, id: advertisement.id)
-                }
-                if let data = old.savedAdvertisementData(id: advertisement.id) {
-                    persistence.recordAdvertisementData(data, id: advertisement.id)
-                }
-            }
-        }
+        if let old = previous.persistence { persistence?.carryOver(from: old) }
         let notifier = Notifier(configuration: configuration, database: database, clock: clock, mtu: mtu, logger: logger)
         let writeHooks = WriteHookRunner(
             configuration: configuration, loop: loop, logger: logger, programs: previous.writeHooks.programs)
         return Runtime(
             database: database, persistence: persistence, notifier: notifier,
-            writeHooks: writeHooks, updates: makeUpdates(configuration, database, persistence, service))
+            writeHooks: writeHooks, updates: makeUpdates(configuration, database, persistence, notifier))
     }
 
     /// The persistence of `database`, with its delayed-save timer on the loop.
@@ -158,14 +143,14 @@ public struct RuntimeFactory {
     }
 
     /// The value sources of `configuration`: counters resume from and record to
-    /// `persistence`; every value, and the check for room in a notification queue, goes
-    /// through `service`.
+    /// `persistence`; every value is set in `database`, and the room in a notification
+    /// queue is asked of `notifier`.
     private func makeUpdates(
         _ configuration: Configuration, _ database: AttributeDatabase, _ persistence: Persistence?,
-        _ service: RequestService
+        _ notifier: Notifier
     ) -> UpdateScheduler {
         UpdateScheduler(
-            configuration: configuration, database: database, service: service, timers: timers, logger: logger,
+            configuration: configuration, database: database, notifier: notifier, timers: timers, logger: logger,
             makeSource: UpdateScheduler.daemonSources(loop: loop, persistence: persistence))
     }
 }

@@ -17,16 +17,17 @@ public final class UpdateScheduler {
     private let timers: UpdateTimers
     private var started = false
 
-    /// The daemon's: the characteristics of `database`, each value set through `service`
-    /// (which serves `database` by the time the timers start: `RuntimeFactory` builds
-    /// both), and so is the check for room in a notification queue. `makeSource` builds
-    /// the source of each characteristic with an `update`.
+    /// The daemon's: the characteristics of `database`, each value set in it, and the room
+    /// in a notification queue asked of `notifier`: the pieces of one `Runtime`
+    /// (`RuntimeFactory` builds them together), which the `RequestService` serves by the
+    /// time the timers start. `makeSource` builds the source of each characteristic with
+    /// an `update`.
     public convenience init(
-        configuration: Configuration, database: AttributeDatabase, service: RequestService, timers: UpdateTimers,
+        configuration: Configuration, database: AttributeDatabase, notifier: Notifier, timers: UpdateTimers,
         logger: Logger, makeSource: (String, UpdateSource) -> any ValueSource
     ) {
         self.init(
-            configuration: configuration, database: database, target: .service(service), timers: timers,
+            configuration: configuration, database: database, target: .runtime(database, notifier), timers: timers,
             logger: logger, makeSource: makeSource)
     }
 

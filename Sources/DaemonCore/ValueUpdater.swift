@@ -26,11 +26,13 @@ public final class ValueUpdater {
     public private(set) var skippedTicks = 0
     /// Values set successfully.
     public private(set) var updates = 0
-    /// Where the values go: the daemon's `RequestService`, which also says whether the
-    /// characteristic's notification queue takes another value; or, for tests of the
-    /// scheduler alone, a bare database (always room).
+    /// Where the values go: the database of the runtime the updater belongs to, whose
+    /// notifier says whether the characteristic's notification queue takes another value
+    /// (the daemon's: the runtime owns the updaters, and holds them no other way, so neither
+    /// keeps the other alive); or, for tests of the scheduler alone, a bare database (always
+    /// room).
     public enum Target {
-        case service(RequestService)
+        case runtime(AttributeDatabase, Notifier)
         case database(AttributeDatabase)
     }
     /// What a reading lands in; made once, not a new closure (and weak reference) per tick.
@@ -111,15 +113,14 @@ public final class ValueUpdater {
 
     private var hasRoom: Bool {
         switch target {
-        case .service(let service): service.hasRoom(attribute)
+        case .runtime(_, let notifier): notifier.hasRoom(attribute)
         case .database: true
         }
     }
 
     private func set(_ bytes: [UInt8], origin: ValueChangeOrigin) -> Result<Void, GATTError> {
         switch target {
-        case .service(let service): service.update(attribute, to: bytes, origin: origin)
-        case .database(let database): database.set(attribute, to: bytes, origin: origin)
+        case .runtime(let database, _), .database(let database): database.set(attribute, to: bytes, origin: origin)
         }
     }
 

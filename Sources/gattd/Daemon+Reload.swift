@@ -97,7 +97,8 @@ extension Daemon {
     /// counters and advertisement states carried over), served, exported, the old one stopped.
     private func rebuildApplication(_ file: Configuration) {
         let new = served(file)
-        let next = factory.make(new, after: runtime, for: service)
+        let previous = runtime
+        let next = factory.make(new, after: previous)
         service.serve(next)
         do throws(DBusError) {
             try application.rebuild(configuration: new, service: service)
@@ -108,9 +109,8 @@ extension Daemon {
             loop.stop()
             return
         }
-        runtime.stop()
-        runtime = next
-        runtime.start()
+        previous.stop()
+        next.start()
         control.reconfigure(configuration: new)
         flushState()
     }

@@ -18,8 +18,9 @@ final class Daemon {
     let loop: EventLoop
     let connection: BusConnection
     /// The database, persistence, notifier, hooks and value sources of the configuration
-    /// served; replaced when a reload changes the GATT tree (`factory`).
-    var runtime: Runtime
+    /// served: the service's (one runtime, never a copy); replaced when a reload changes
+    /// the GATT tree (`factory`, `service.serve`).
+    var runtime: Runtime { service.runtime }
     let factory: RuntimeFactory
     /// The configuration being served, and where it is read again on SIGHUP.
     var configuration: Configuration
@@ -42,7 +43,7 @@ final class Daemon {
     let channels: ChannelServer
     let logger: Logger
     var exitCode: Int32 = 0
-    /// systemd's sd_notify (READY=1, STATUS=, ...); not `service.notifier`, which is GATT's.
+    /// systemd's sd_notify (READY=1, STATUS=, ...); not the runtime's `notifier`, which is GATT's.
     let systemd = SystemdNotifier()
     /// What systemd has been told and what it waits for; `perform` carries out its actions.
     var readiness = ReadinessMachine()
@@ -68,11 +69,11 @@ final class Daemon {
         channels = ChannelServer(definitions: configuration.channels, loop: loop, logger: logger)
         let served = Self.openChannels(
             configuration, server: channels, psmFile: ChannelPSMFile(directory: stateDirectory), logger: logger)
-        (service, runtime) = factory.makeService(served)
+        service = factory.makeService(served).service
         peripheral = try Peripheral(
             configuration: configuration, served: served, service: service, connection: connection,
             preferredAdapter: adapter, loop: loop, logger: logger,
-            remembered: runtime.persistence?.savedHandles ?? AttributeHandles(),
+            remembered: service.runtime.persistence?.savedHandles ?? AttributeHandles(),
             kernel: DoctorProbe.kernelRelease(environment: LoggingBootstrap.processEnvironment()))
         let centrals = peripheral.centrals
         service.centralAddress = { [unowned centrals] device in centrals.address(device: device) }
@@ -200,7 +201,7 @@ final class Daemon {
         case .adapterGone, .vanished:
             // No bluetoothd or no adapter: nobody is subscribed any more (timers stop,
             // queues empty, and `gattctl list` shows no listeners that do not exist).
-            let ended = service.database.clearSubscriptions()
+            let ended = runtime.database.clearSubscriptions()
             if !ended.isEmpty {
                 logger.info(
                     "subscriptions ended with the adapter", metadata: ["gatt.ids": "\(ended.joined(separator: ","))"])
@@ -273,7 +274,7 @@ final class Daemon {
         logger.info("stopping")
         notify { try self.systemd.stopping() }
         runtime.stop()
-        service.writeHooks?.stop()
+        runtime.writeHooks.stop()
         channels.stop()
         flushState()
         let deadline = loop.timer(after: .milliseconds(1500)) { [unowned self] in

@@ -30,7 +30,10 @@ struct ControlAPITests {
         for text in [
             "", "AA:BB:CC:DD:EE", "AA:BB:CC:DD:EE:FF:00", "A:BB:CC:DD:EE:FF", "AAA:BB:CC:DD:EE:F",
             "GG:BB:CC:DD:EE:FF", "AA-BB-CC-DD-EE-FF", "AA:BB:CC:DD:EE:FF ",
-            "\u{FF21}\u{FF21}:BB:CC:DD:EE:FF",  // full-width hex digits: Character.isHexDigit says yes
+            // Full-width hex digits: gattctl's own check (Character.isHexDigit, two Characters
+            // a part) took them, the daemon's (two ASCII bytes a part) did not; ASCII only now.
+            "\u{FF21}\u{FF21}:BB:CC:DD:EE:FF", "\u{FF10}\u{FF19}:BB:CC:DD:EE:FF", "\u{FF41}a:BB:CC:DD:EE:FF",
+            "AA:BB:CC:DD:EE:FF\n",  // the Python library's `$` took a final newline
         ] {
             #expect(!ControlRequest.isAddress(text), "\(text)")
         }

@@ -22,7 +22,7 @@ struct NotifierTests {
         let database: AttributeDatabase
         let service: RequestService
         let runtime: Runtime
-        var notifier: Notifier { service.notifier }
+        var notifier: Notifier { service.runtime.notifier }
         var sent: [(id: String, value: [UInt8])] = []
         var ready: [String] = []
 
@@ -30,7 +30,7 @@ struct NotifierTests {
             let configuration = try liveConfiguration(definition)
             (service, runtime) = try unsavedService(configuration, scheduler: clock)
             database = runtime.database
-            service.notifier.sink = self
+            service.runtime.notifier.sink = self
             service.onReadyToUpdate = { [unowned self] in ready.append($0.id) }
             for attribute in database.attributes { database.setNotifying(attribute, true) }
         }

@@ -42,7 +42,7 @@ struct RequestServiceTests {
             database = runtime.database
             guard let persistence = runtime.persistence else { throw FixtureError.noPersistence }
             self.persistence = persistence
-            service.notifier.sink = self
+            service.runtime.notifier.sink = self
             storage.onSave = { [unowned self] _ in self.events.append("saved") }
         }
 

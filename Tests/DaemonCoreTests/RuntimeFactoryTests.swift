@@ -22,6 +22,7 @@ struct RuntimeFactoryTests {
     private final class Fixture {
         let loop: EventLoop
         let timers = ManualScheduler()
+        let storage = MemoryStorage()
         let factory: RuntimeFactory
         let service: RequestService
         let runtime: Runtime
@@ -29,7 +30,7 @@ struct RuntimeFactoryTests {
         init(saved: StateLoadResult? = nil) throws {
             loop = try EventLoop()
             factory = RuntimeFactory(
-                loop: loop, state: .storage(MemoryStorage(), saved: saved),
+                loop: loop, state: .storage(storage, saved: saved),
                 scheduling: RuntimeScheduling(clock: .loop(loop), timers: timers.updateTimers, persistence: .loop(loop)),
                 logger: quietLogger)
             (service, runtime) = factory.makeService(try liveConfiguration(definition))
@@ -45,15 +46,13 @@ struct RuntimeFactoryTests {
                     minLength: 1, maxLength: 8)
             ], sources: ["count": .init(counter: 41)])
         let f = try Fixture(saved: .loaded(saved))
-        #expect(f.service.database === f.runtime.database)
-        #expect(f.service.persistence === f.runtime.persistence)
-        #expect(f.service.notifier === f.runtime.notifier)
+        #expect(f.service.runtime === f.runtime)
         #expect(f.runtime.database["label"]?.value == Array("kept".utf8))
         #expect(f.runtime.persistence?.savedCounter(id: "count") == 41)
     }
 
-    @Test("value sources set their values through the service")
-    func sourcesThroughService() throws {
+    @Test("value sources set their values in the database their runtime serves")
+    func sourcesSetTheRuntimesValues() throws {
         let f = try Fixture()
         f.runtime.start()
         let count = try #require(f.runtime.database["count"])
@@ -79,11 +78,11 @@ struct RuntimeFactoryTests {
         f.runtime.persistence?.recordAdvertisementEnabled(false, id: "main")
 
         let edited = definition.replacingOccurrences(of: "\"maxLength\": 8", with: "\"maxLength\": 9")
-        let next = f.factory.make(try liveConfiguration(edited), after: f.runtime, for: f.service)
+        let next = f.factory.make(try liveConfiguration(edited), after: f.runtime)
         f.service.serve(next)
         f.runtime.stop()
         next.start()
-        #expect(f.service.database === next.database)
+        #expect(f.service.runtime === next)
         #expect(next.database["label"]?.value == Array("written".utf8))
         #expect(next.persistence?.savedCounter(id: "count") == 11)
         #expect(next.persistence?.savedAdvertisementEnabled(id: "main") == false)
@@ -94,5 +93,31 @@ struct RuntimeFactoryTests {
         f.timers.advance(by: .zero)
         #expect(newCount.value == [12], "the counter resumes where the old runtime left it")
         #expect(oldCount.value == [11], "the old database is no longer written")
+    }
+
+    @Test("a served runtime replaces the old one whole: reads, writes, saves and readiness follow it")
+    func servesTheNewRuntimeWhole() throws {
+        let f = try Fixture()
+        var ready: [String] = []
+        f.service.onReadyToUpdate = { ready.append($0.id) }
+        let edited = definition.replacingOccurrences(of: "\"maxLength\": 8", with: "\"maxLength\": 9")
+        let next = f.factory.make(try liveConfiguration(edited), after: f.runtime)
+        f.service.serve(next)
+        #expect(f.runtime.notifier.onReady == nil, "the old notifier no longer forwards to the service")
+        let label = try #require(next.database["label"])
+        var outcome: Result<Void, WriteFailure>?
+        f.service.set(label, to: Array("ninechars".utf8)) { outcome = $0 }
+        f.loop.run(until: { outcome != nil }, timeout: .seconds(5))
+        #expect(outcome.map { if case .success = $0 { true } else { false } } == true)
+        let saved = f.storage.saved.last?.characteristics["label"]?.value
+        #expect(saved == Array("ninechars".utf8), "saved by the new persistence")
+        #expect(f.runtime.database["label"]?.value == Array("hello".utf8), "the old database is not written")
+        if case .now(.success(let bytes)) = f.service.read(label, AttributeRequest()) {
+            #expect(Array(bytes) == Array("ninechars".utf8))
+        } else {
+            Issue.record("the read of the new database's value did not succeed")
+        }
+        next.notifier.onReady?(label)
+        #expect(ready == ["label"], "the new notifier forwards to the service")
     }
 }

@@ -32,14 +32,12 @@ struct StateLoopTests {
     @Test("writes handled in one loop turn are saved once, and their replies leave in that turn")
     func oneSavePerTurn() throws {
         let loop = try EventLoop()
-        let (database, persistence, storage) = try Self.make(loop, delay: .seconds(1))
         let configuration = try ConfigurationLoader.parse(Array(definition.utf8)).get().configuration
-        let mtu = MTUTracker()
-        let service = RequestService(
-            database: database, persistence: persistence,
-            notifier: Notifier(
-                configuration: configuration, database: database, clock: .loop(loop), mtu: mtu, logger: quietLogger),
-            writeHooks: nil, mtu: mtu, logger: quietLogger)
+        let storage = MemoryStorage()
+        // As the daemon builds it: persistence's saves on the loop, delayed ones by 1 s.
+        let service = RuntimeFactory(loop: loop, state: .storage(storage, saved: nil), logger: quietLogger)
+            .makeService(configuration).service
+        let database = service.runtime.database
         var replies = 0
         var savesSeenByReplies: [Int] = []
         let turn = loop.timer(after: .zero) {

@@ -251,4 +251,48 @@ struct StatePersistenceTests {
                     && $0.contains(#"reason=handles.services["svc"]: handle 0 is outside 1...65535"#)
             })
     }
+
+    @Test("a reload's persistence carries over the handles, and the counters and advertisement states that still apply")
+    func carriesOver() throws {
+        let old = try Fixture()
+        let handles = AttributeHandles(services: ["svc": 10], characteristics: ["level": 12])
+        old.persistence.recordHandles(handles)
+        old.persistence.recordCounter(7, id: "level")
+        old.persistence.recordCounter(3, id: "gone")
+        old.persistence.recordAdvertisementEnabled(false, id: "main")
+        old.persistence.recordAdvertisementEnabled(true, id: "removed")
+        old.persistence.recordAdvertisementData(#"{"localName":"kept"}"#, id: "main")
+        old.persistence.recordAdvertisementData(#"{"localName":"dropped"}"#, id: "removed")
+        old.scheduler.endIteration()
+
+        let reloaded = """
+            {"version": 1, "services": [
+              {"id": "svc", "uuid": "12345678-1234-5678-1234-56789abcdef0", "characteristics": [
+                {"id": "level", "uuid": "2A19", "flags": ["read", "notify"], "value": {"uint8": 100},
+                 "minLength": 1, "maxLength": 1,
+                 "update": {"everyMs": 1000, "source": {"counter": {"start": 0, "step": 1, "min": 0, "max": 100}}}},
+                {"id": "gone", "uuid": "2A29", "flags": ["read"], "value": {"uint8": 1}}
+              ]}],
+             "advertisements": [{"id": "main", "type": "peripheral", "localName": "rt"}]}
+            """
+        let configuration = try ConfigurationLoader.parse(Array(reloaded.utf8)).get().configuration
+        let storage = MemoryStorage()
+        let new = Persistence(
+            configuration: configuration, database: AttributeDatabase(configuration: configuration), storage: storage,
+            scheduling: old.scheduler.persistenceScheduling, logger: quietLogger)
+        new.carryOver(from: old.persistence)
+        #expect(new.savedHandles == handles, "kept until the new tree's handles are recorded")
+        #expect(new.savedCounter(id: "level") == 7)
+        #expect(new.savedCounter(id: "gone") == nil, "its characteristic no longer has an update")
+        #expect(new.savedAdvertisementEnabled(id: "main") == false)
+        #expect(new.savedAdvertisementData(id: "main") == #"{"localName":"kept"}"#)
+        #expect(new.savedAdvertisementEnabled(id: "removed") == nil, "no longer defined")
+        #expect(new.savedAdvertisementData(id: "removed") == nil, "no longer defined")
+        old.scheduler.endIteration()
+        let document = try #require(storage.saved.last, "what was carried over is saved")
+        #expect(document.handles == handles)
+        #expect(document.sources == ["level": .init(counter: 7)])
+        #expect(document.advertisements == ["main": false])
+        #expect(document.advertisementData == ["main": #"{"localName":"kept"}"#])
+    }
 }

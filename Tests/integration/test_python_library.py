@@ -475,6 +475,18 @@ def test_a_program_outside_the_policy_is_told_so(tmp_path):
         daemon.wait(10)
 
 
+def test_an_address_is_what_gattd_takes():
+    """The library checks an address as gattd does (ControlRequest.isAddress) before calling:
+    six pairs of ASCII hex digits, either case, upper-cased; a final newline, full-width
+    digits or another separator are refused here, not sent."""
+    from gattd.peripheral import _address
+    assert _address("aa:Bb:0c:D1:e2:F3") == "AA:BB:0C:D1:E2:F3"
+    for text in ["", "AA:BB:CC:DD:EE", "AA:BB:CC:DD:EE:FF:00", "A:BB:CC:DD:EE:FF", "GG:BB:CC:DD:EE:FF",
+                 "AA-BB-CC-DD-EE-FF", "AA:BB:CC:DD:EE:FF ", "AA:BB:CC:DD:EE:FF\n", "\uff21\uff21:BB:CC:DD:EE:FF"]:
+        with pytest.raises(ValueError):
+            _address(text)
+
+
 def test_the_module_is_typed():
     """py.typed promises type hints: mypy --strict (Debian 12's mypy) finds nothing."""
     out = subprocess.run(["/usr/bin/python3", "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", os.devnull,

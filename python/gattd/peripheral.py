@@ -38,7 +38,9 @@ HANDLER = "org.gattd.Handler1"
 CHANNEL_TAKER = "org.gattd.ChannelTaker1"
 DBUS = "org.freedesktop.DBus"
 _INSTANCE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_ADDRESS = re.compile(r"^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$")
+# As gattd's one check (ControlRequest.isAddress): six pairs of ASCII hex digits, either
+# case, and nothing else (`fullmatch`: `$` would let a final newline through).
+_ADDRESS = re.compile(r"[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}")
 
 Bytes = Union[bytes, bytearray, memoryview]
 
@@ -86,7 +88,7 @@ def _plain(value: Any) -> Any:
 
 
 def _address(address: str) -> str:
-    if not _ADDRESS.match(address):
+    if not _ADDRESS.fullmatch(address):
         raise ValueError("%r is not a Bluetooth address (AA:BB:CC:DD:EE:FF)" % address)
     return address.upper()
 
