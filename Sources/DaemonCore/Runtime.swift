@@ -77,18 +77,7 @@ public struct RuntimeFactory {
     /// service that serves it (`service.runtime` is that runtime). Its value sources are
     /// not started (`Runtime.start`).
     public func makeService(_ configuration: Configuration) -> (service: RequestService, runtime: Runtime) {
-        let database = AttributeDatabase(configuration: configuration)
-        let persistence = makePersistence(configuration, database)
-        switch state {
-        case .none: break
-        case .directory(let directory): persistence?.restore(from: StateStore(directory: directory).load())
-        case .storage(_, let saved): if let saved { persistence?.restore(from: saved) }
-        }
-        let notifier = Notifier(configuration: configuration, database: database, clock: clock, mtu: mtu, logger: logger)
-        let writeHooks = WriteHookRunner(configuration: configuration, loop: loop, logger: logger)
-        let runtime = Runtime(
-            database: database, persistence: persistence, notifier: notifier,
-            writeHooks: writeHooks, updates: makeUpdates(configuration, database, persistence, notifier))
+        let runtime = build(configuration, after: nil)
         return (RequestService(runtime: runtime, mtu: mtu, logger: logger), runtime)
     }
 
@@ -98,23 +87,49 @@ public struct RuntimeFactory {
     /// advertisement states and data), and the `onWrite` programs still running. Not yet
     /// served: `service.serve(runtime)`, then `previous.stop()` and `runtime.start()`.
     public func make(_ configuration: Configuration, after previous: Runtime) -> Runtime {
+        build(configuration, after: previous)
+    }
+
+    /// The one builder: the runtime of `configuration`, either the first (`previous` nil:
+    /// the saved state, if any, restored into it) or the one after `previous` (its values,
+    /// its persistence's records and its running `onWrite` programs carried over).
+    private func build(_ configuration: Configuration, after previous: Runtime?) -> Runtime {
         let database = AttributeDatabase(configuration: configuration)
-        for drop in database.carryOver(from: previous.database) {
-            logger.warning(
-                "a written value does not fit the new configuration",
-                metadata: ["gatt.id": "\(drop.id)", "reason": "\(drop.reason)"])
+        if let previous {
+            for drop in database.carryOver(from: previous.database) {
+                logger.warning(
+                    "a written value does not fit the new configuration",
+                    metadata: ["gatt.id": "\(drop.id)", "reason": "\(drop.reason)"])
+            }
         }
         let persistence = makePersistence(configuration, database)
-        if let old = previous.persistence { persistence?.carryOver(from: old) }
+        if let persistence {
+            if let previous {
+                if let old = previous.persistence { persistence.carryOver(from: old) }
+            } else if let saved = savedState() {
+                persistence.restore(from: saved)
+            }
+        }
         let notifier = Notifier(configuration: configuration, database: database, clock: clock, mtu: mtu, logger: logger)
-        let writeHooks = WriteHookRunner(
-            configuration: configuration, loop: loop, logger: logger, programs: previous.writeHooks.programs)
+        let programs = previous?.writeHooks.programs ?? WriteHookRunner.Programs()
+        let writeHooks = WriteHookRunner(configuration: configuration, loop: loop, logger: logger, programs: programs)
         return Runtime(
             database: database, persistence: persistence, notifier: notifier,
             writeHooks: writeHooks, updates: makeUpdates(configuration, database, persistence, notifier))
     }
 
-    /// The persistence of `database`, with its delayed-save timer on the loop.
+    /// What the first runtime restores: the state directory's document, or the storage's
+    /// `saved`; nil when nothing is kept.
+    private func savedState() -> StateLoadResult? {
+        switch state {
+        case .none: nil
+        case .directory(let directory): StateStore(directory: directory).load()
+        case .storage(_, let saved): saved
+        }
+    }
+
+    /// The persistence of `database`, its later saves on `scheduling.persistence`; nil when
+    /// nothing is kept.
     private func makePersistence(_ configuration: Configuration, _ database: AttributeDatabase) -> Persistence? {
         let storage: any StateStorage
         var statePath: String?

@@ -14,20 +14,20 @@ private let definition = """
 
 @Suite("Notification pacer")
 struct PacerTests {
-    /// The notification path as the daemon has it: database -> Notifier -> pacer -> sink.
+    /// The notification path as the daemon has it, built by the factory: database -> Notifier
+    /// -> pacer -> sink.
     private final class Fixture: NotificationSink {
         let clock = ManualScheduler()
-        let mtu = MTUTracker()
-        let database: AttributeDatabase
-        let notifier: Notifier
+        let service: RequestService
+        let runtime: Runtime
+        var database: AttributeDatabase { runtime.database }
+        var notifier: Notifier { runtime.notifier }
+        var mtu: MTUTracker { service.mtu }
         var pacer: NotificationPacer { notifier.pacer }
         var sent: [(id: String, value: [UInt8], at: ContinuousClock.Instant)] = []
 
         init() throws {
-            let configuration = try liveConfiguration(definition)
-            database = AttributeDatabase(configuration: configuration)
-            notifier = Notifier(
-                configuration: configuration, database: database, clock: clock.clock, mtu: mtu, logger: quietLogger)
+            (service, runtime) = try unsavedService(try liveConfiguration(definition), scheduler: clock)
             notifier.sink = self
             for attribute in database.attributes { database.setNotifying(attribute, true) }
         }

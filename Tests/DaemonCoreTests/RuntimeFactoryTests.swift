@@ -62,7 +62,9 @@ struct RuntimeFactoryTests {
         #expect(f.runtime.updates.updaters["count"]?.updates == 1)
     }
 
-    @Test("a reload's runtime carries over written values, counters and advertisement states; old sources stop")
+    @Test(
+        "a reload's runtime carries over written values, counters, advertisement states and onWrite programs; old sources stop"
+    )
     func carriesOver() throws {
         let f = try Fixture()
         f.runtime.start()
@@ -86,6 +88,7 @@ struct RuntimeFactoryTests {
         #expect(next.database["label"]?.value == Array("written".utf8))
         #expect(next.persistence?.savedCounter(id: "count") == 11)
         #expect(next.persistence?.savedAdvertisementEnabled(id: "main") == false)
+        #expect(next.writeHooks.programs === f.runtime.writeHooks.programs, "programs still running are followed")
         #expect(f.timers.pendingCount == 0, "the old runtime's timer stopped; nobody subscribed to the new one yet")
 
         let newCount = try #require(next.database["count"])

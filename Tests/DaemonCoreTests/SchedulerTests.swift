@@ -2,7 +2,6 @@
 
 import BLEModel
 import DaemonCore
-import Mainloop
 import TestSupport
 import Testing
 
@@ -27,15 +26,32 @@ struct SchedulerTests {
         let database: AttributeDatabase
         let timers = ManualScheduler()
         let scheduler: UpdateScheduler
+        /// The runtime the factory built, when it did.
+        let runtime: Runtime?
         var notified: [String: [[UInt8]]] = [:]
 
-        init(_ json: String = definition, makeSource: ((String, UpdateSource) -> any ValueSource)? = nil) throws {
-            let configuration = try liveConfiguration(json)
+        /// The value sources as the daemon builds them (`RuntimeFactory`, nothing saved),
+        /// their timers on `timers`.
+        init(_ json: String = definition) throws {
+            let runtime = try unsavedService(try liveConfiguration(json), scheduler: timers).runtime
+            self.runtime = runtime
+            database = runtime.database
+            scheduler = runtime.updates
+            observe()
+        }
+
+        /// The scheduler alone with the test's own sources, which the factory does not take.
+        init(makeSource: @escaping (String, UpdateSource) -> any ValueSource) throws {
+            let configuration = try liveConfiguration(definition)
+            runtime = nil
             database = AttributeDatabase(configuration: configuration)
-            let loop = try EventLoop()
             scheduler = UpdateScheduler(
                 configuration: configuration, database: database, timers: timers.updateTimers, logger: quietLogger,
-                makeSource: makeSource ?? UpdateScheduler.daemonSources(loop: loop, persistence: nil))
+                makeSource: makeSource)
+            observe()
+        }
+
+        private func observe() {
             database.observeChanges { [unowned self] attribute, _ in
                 if attribute.isNotifying { self.notified[attribute.id, default: []].append(attribute.value) }
             }

@@ -19,24 +19,21 @@ private let definition = """
 /// Persistence driven by the real event loop, scheduled as the daemon schedules it.
 @Suite("Persistence on the event loop")
 struct StateLoopTests {
-    private static func make(_ loop: EventLoop, delay: Duration) throws -> (AttributeDatabase, Persistence, MemoryStorage) {
+    /// The runtime as the daemon builds it (`RuntimeFactory`, everything on `loop`: saves
+    /// after the loop turn, delayed ones by `Persistence.timerSaveDelay`), saving to a
+    /// `MemoryStorage`.
+    private static func make(_ loop: EventLoop) throws -> (service: RequestService, storage: MemoryStorage) {
         let configuration = try ConfigurationLoader.parse(Array(definition.utf8)).get().configuration
-        let database = AttributeDatabase(configuration: configuration)
         let storage = MemoryStorage()
-        let persistence = Persistence(
-            configuration: configuration, database: database, storage: storage, scheduling: .loop(loop),
-            timerSaveDelay: delay)
-        return (database, persistence, storage)
+        let service = RuntimeFactory(loop: loop, state: .storage(storage, saved: nil), logger: quietLogger)
+            .makeService(configuration).service
+        return (service, storage)
     }
 
     @Test("writes handled in one loop turn are saved once, and their replies leave in that turn")
     func oneSavePerTurn() throws {
         let loop = try EventLoop()
-        let configuration = try ConfigurationLoader.parse(Array(definition.utf8)).get().configuration
-        let storage = MemoryStorage()
-        // As the daemon builds it: persistence's saves on the loop, delayed ones by 1 s.
-        let service = RuntimeFactory(loop: loop, state: .storage(storage, saved: nil), logger: quietLogger)
-            .makeService(configuration).service
+        let (service, storage) = try Self.make(loop)
         let database = service.runtime.database
         var replies = 0
         var savesSeenByReplies: [Int] = []
@@ -58,20 +55,21 @@ struct StateLoopTests {
     @Test("ticks of a timer value are saved once, after the delay")
     func delayedSave() throws {
         let loop = try EventLoop()
-        let (database, persistence, storage) = try Self.make(loop, delay: .milliseconds(50))
+        let (service, storage) = try Self.make(loop)
+        let database = service.runtime.database
+        let delay = try #require(service.runtime.persistence).timerSaveDelay
         let tick = database["tick"]!
-        var count: UInt8 = 0
+        var count = 0
         let clock = ContinuousClock()
         let start = clock.now
-        let ticker = loop.timer(after: .milliseconds(1), repeating: .milliseconds(1)) {
-            count &+= 1
-            database.set(tick, to: [count], origin: .timer(forceNotify: false))
+        let ticker = loop.timer(after: .milliseconds(10), repeating: .milliseconds(10)) {
+            count += 1
+            database.set(tick, to: [UInt8(truncatingIfNeeded: count)], origin: .timer(forceNotify: false))
         }
-        #expect(loop.run(until: { !storage.saved.isEmpty }, timeout: .seconds(5)))
-        #expect(clock.now - start >= .milliseconds(50))
+        #expect(loop.run(until: { !storage.saved.isEmpty }, timeout: delay + .seconds(5)))
+        #expect(clock.now - start >= delay)
         #expect(storage.saved.count == 1)
         #expect(count > 1, "several ticks shared the save")
         ticker.cancel()
-        _ = persistence  // the daemon keeps it for its whole life; so does this test
     }
 }

@@ -3,6 +3,7 @@
 import BLEModel
 import DaemonCore
 import Glibc
+import Mainloop
 import TestSupport
 import Testing
 
@@ -22,20 +23,25 @@ private let definition = """
       ]}]}
     """
 
+/// A runtime built by the factory as the daemon builds it, saving to `storage`, with its
+/// time on `scheduler`: the persistence under test is the daemon's.
 private struct Fixture {
     let configuration: Configuration
-    let database: AttributeDatabase
     let scheduler = ManualScheduler()
     let storage = MemoryStorage()
     let log = RecordedLog()
+    let factory: RuntimeFactory
+    let runtime: Runtime
     let persistence: Persistence
+    var database: AttributeDatabase { runtime.database }
 
     init() throws {
         configuration = try ConfigurationLoader.parse(Array(definition.utf8)).get().configuration
-        database = AttributeDatabase(configuration: configuration)
-        persistence = Persistence(
-            configuration: configuration, database: database, storage: storage, scheduling: scheduler.persistenceScheduling,
+        factory = RuntimeFactory(
+            loop: try EventLoop(), state: .storage(storage, saved: nil), scheduling: scheduler.scheduling,
             logger: log.logger)
+        runtime = factory.makeService(configuration).runtime
+        persistence = try #require(runtime.persistence)
     }
 
     func attribute(_ id: String) throws -> Attribute { try #require(database[id]) }
@@ -276,11 +282,8 @@ struct StatePersistenceTests {
              "advertisements": [{"id": "main", "type": "peripheral", "localName": "rt"}]}
             """
         let configuration = try ConfigurationLoader.parse(Array(reloaded.utf8)).get().configuration
-        let storage = MemoryStorage()
-        let new = Persistence(
-            configuration: configuration, database: AttributeDatabase(configuration: configuration), storage: storage,
-            scheduling: old.scheduler.persistenceScheduling, logger: quietLogger)
-        new.carryOver(from: old.persistence)
+        let savesBefore = old.storage.saved.count
+        let new = try #require(old.factory.make(configuration, after: old.runtime).persistence)
         #expect(new.savedHandles == handles, "kept until the new tree's handles are recorded")
         #expect(new.savedCounter(id: "level") == 7)
         #expect(new.savedCounter(id: "gone") == nil, "its characteristic no longer has an update")
@@ -289,7 +292,8 @@ struct StatePersistenceTests {
         #expect(new.savedAdvertisementEnabled(id: "removed") == nil, "no longer defined")
         #expect(new.savedAdvertisementData(id: "removed") == nil, "no longer defined")
         old.scheduler.endIteration()
-        let document = try #require(storage.saved.last, "what was carried over is saved")
+        #expect(old.storage.saved.count == savesBefore + 1, "what was carried over is saved")
+        let document = try #require(old.storage.saved.last)
         #expect(document.handles == handles)
         #expect(document.sources == ["level": .init(counter: 7)])
         #expect(document.advertisements == ["main": false])

@@ -18,8 +18,9 @@ struct WriteHookTests {
               {"id": "control", "uuid": "2A39", "flags": ["write"], "maxLength": 8,
                "onWrite": {"argv": \(argvJSON), "timeoutMs": \(timeoutMs), "decides": \(decides)}}]}]}
             """)
-        let database = AttributeDatabase(configuration: configuration)
-        return (WriteHookRunner(configuration: configuration, loop: loop, logger: logger), database["control"]!)
+        // As the daemon builds it: the runtime's runner, its programs on `loop`.
+        let runtime = RuntimeFactory(loop: loop, state: .none, logger: logger).makeService(configuration).runtime
+        return (runtime.writeHooks, try #require(runtime.database["control"]))
     }
 
     private static func decide(
