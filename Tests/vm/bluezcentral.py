@@ -196,27 +196,18 @@ class Central:
         if path in self.objects():
             self.call(self.adapter_path, ADAPTER, 'RemoveDevice', dbus.ObjectPath(path))
 
-    # How long each discovery session of a search lasts, in turn (see discover).
-    SESSIONS = (12.0, 3.0, 3.0, 3.0)
-
     def discover(self, match, timeout=60.0, what='device'):
         """Scans (LE) until a device on our adapter satisfies match(props); returns its
         object path and properties.
 
-        The emulated controller reports an advertiser once per scan start, at once, and
-        whether that report counts is a race with the central's own start of discovery,
-        lost differently by the two kernels:
-        - on Debian 13's 6.12 the kernel's Device Found often reaches bluetoothd 5.82
-          before the reply to its Start Service Discovery, and bluetoothd drops it: a new
-          session's first scan finds nothing. Within a session bluetoothd stays discovering
-          while the kernel ends each LE scan after 10.24 s and bluetoothd starts the next
-          at once, and the reports of those scans count;
-        - on Debian 12's 6.1 the kernel itself drops a report that arrives while its
-          discovery is still starting (no Device Found at all), at every scan start, a new
-          session's or the 10.24 s restart's alike: each is a coin toss (about one in three
-          won in a run of gattd-security on 5.66, where one session took five periods).
-        So a search is sessions in turn: one longer than a kernel period (its restart is
-        what 6.12 needs), then three of 3 s (more tosses for 6.1), and again."""
+        One discovery session for the whole wait, never stopped and started again in
+        between. The emulated controller reports an advertiser once per scan start, at
+        once; bluetoothd drops a report that reaches it before it counts itself as
+        discovering, which a new session's first scan can be (5.82 on kernel 6.12 every
+        time: the report comes before Start Service Discovery's reply). Within a session
+        bluetoothd stays discovering while the kernel ends each LE scan after 10.24 s and
+        bluetoothd starts the next at once (a filtered discovery), so the reports of those
+        scans count: a device is found within one scan period of advertising."""
         self.call(self.adapter_path, ADAPTER, 'SetDiscoveryFilter',
                   dbus.Dictionary({'Transport': 'le', 'DuplicateData': dbus.Boolean(True)},
                                   signature='sv'))
@@ -230,31 +221,16 @@ class Central:
                     return True
             return False
 
-        def stop():
+        self.call(self.adapter_path, ADAPTER, 'StartDiscovery')
+        try:
+            self.pump_until(scan_found, timeout, what)
+        except CheckFailed:
+            raise CheckFailed('timed out after %.0f s: %s not found by scanning' % (bound(timeout), what))
+        finally:
             try:
                 self.call(self.adapter_path, ADAPTER, 'StopDiscovery')
             except dbus.DBusException:
                 pass   # already stopped
-
-        timeout = bound(timeout)
-        deadline = time.monotonic() + timeout
-        turn = 0
-        try:
-            while True:
-                self.call(self.adapter_path, ADAPTER, 'StartDiscovery')
-                length = self.SESSIONS[turn % len(self.SESSIONS)]
-                turn += 1
-                try:
-                    self.pump_until(scan_found, max(0.1, min(length, deadline - time.monotonic())),
-                                    what, scaled=False)
-                    break
-                except CheckFailed:
-                    if time.monotonic() >= deadline:
-                        raise CheckFailed('timed out after %.0f s: %s not found by scanning (%d discovery '
-                                          'sessions)' % (timeout, what, turn))
-                stop()
-        finally:
-            stop()
         return found['path'], found['props']
 
     def connect(self, path, timeout=60.0):
