@@ -444,20 +444,46 @@ def phase_stranger(central, args):
     step('gattd dropped the stranger\'s link within %.1f s' % (time.monotonic() - t0))
 
 
+def link_down(central, path):
+    """The central's link to `path` is gone (Connected false, or bluetoothd dropped the object)."""
+    try:
+        return not central.prop(path, 'org.bluez.Device1', 'Connected')
+    except dbus.DBusException as e:
+        if e.get_dbus_name() != 'org.freedesktop.DBus.Error.UnknownObject':
+            raise
+        return True
+
+
+def read_gives_no_value(central, path, chrc, timeout, what):
+    """Reads `chrc`, which must give no value: an error, or no answer before the link is gone.
+    Reading it makes the central try to pair (ATT Insufficient Authentication); when that
+    pairing fails the link goes (Authentication Failure). 5.66 then answers the read with
+    ATT 0x0e; 5.82 never answers it (NoReply once the call's timeout is up). So the wait ends
+    with the answer or with the link going: without a link no value can come (a reply that
+    bluetoothd sent before it reported the link gone arrives before the report, and counts).
+    `timeout` (not SLOW times as long) bounds a link that stays up with the read unanswered;
+    that ends in NoReply, no value either. Returns how it ended, for the log."""
+    sent = central.send(chrc, CHRC, 'ReadValue', dbus.Dictionary({}, signature='sv'), timeout=timeout,
+                        scaled=False)
+    central.pump_until(every(0.2, lambda: 'ok' in sent or 'err' in sent or link_down(central, path)),
+                       timeout + 2, '%s to be answered or the link to go' % what, scaled=False)
+    if 'ok' in sent:
+        raise CheckFailed('%s returned %r' % (what, bytes(sent['ok'][0])))
+    if 'err' in sent:
+        e = sent['err']
+        return '%s: %s' % (e.get_dbus_name(), e.get_dbus_message())
+    return 'no answer, and the link is gone (bluetoothd 5.82 leaves such a read unanswered)'
+
+
 def phase_refused(central, args):
     path = find(central, args, SERVICE_PK)
     central.connect(path)
     found = chrcs(central, path, SERVICE_PK)
     plain = central.read(found[chrc_uuid(1, SERVICE_PK)]['path'])
     step('read plain = %r without pairing' % plain)
-    # 5.82 leaves the read unanswered (NoReply after the timeout): 30 s as natively, not
-    # SLOW times as long, since no answer is the outcome expected there.
-    try:
-        value = central.read(found[chrc_uuid(2, SERVICE_PK)]['path'], timeout=30, scaled=False)
-    except dbus.DBusException as e:
-        step('read pin without pairing refused: %s: %s' % (e.get_dbus_name(), e.get_dbus_message()))
-    else:
-        raise CheckFailed('read pin without pairing returned %r' % value)
+    how = read_gives_no_value(central, path, found[chrc_uuid(2, SERVICE_PK)]['path'], 30,
+                              'read pin without pairing')
+    step('read pin without pairing refused: %s' % how)
     try:
         paired = central.prop(path, 'org.bluez.Device1', 'Paired')
         connected = central.prop(path, 'org.bluez.Device1', 'Connected')
@@ -538,17 +564,11 @@ def phase_compare(central, args):
         found = chrcs(central, path, SERVICE_PK)
         # The read makes the central pair again; nobody confirms on the board, so gattd
         # rejects when confirmSeconds (--confirm-seconds) are up (the scenario checks gattd's
-        # log for it). 5.66 then answers the read with ATT 0x0e; 5.82 leaves it unanswered:
-        # either way no value. confirmSeconds and 20 s more, not SLOW times as long: on 5.82
-        # the whole timeout passes.
-        try:
-            value = bytes(central.call(found[chrc_uuid(2, SERVICE_PK)]['path'], 'org.bluez.GattCharacteristic1',
-                                       'ReadValue', dbus.Dictionary({}, signature='sv'),
-                                       timeout=args.confirm_seconds + 20, scaled=False))
-        except dbus.DBusException as e:
-            step('read secure-read without the SC link gave no value: %s: %s' % (e.get_dbus_name(), e.get_dbus_message()))
-        else:
-            raise CheckFailed('read secure-read without pairing returned %r' % value)
+        # log for it, and that gattd served no value), the pairing fails and the link goes.
+        # confirmSeconds and 20 s more bound the wait, not SLOW times as long.
+        how = read_gives_no_value(central, path, found[chrc_uuid(2, SERVICE_PK)]['path'],
+                                  args.confirm_seconds + 20, 'read secure-read without pairing')
+        step('read secure-read without the SC link gave no value: %s' % how)
         watch.stop()
         print('DIGITS %s %s' % agent.seen, flush=True)
         try:
