@@ -199,7 +199,7 @@ class Central:
     # discover(): a scan that has not found the device this long after bluetoothd said it
     # was discovering (StartDiscovery's reply) is started again, at most RESCANS times.
     RESCAN_SECONDS = 1.0
-    RESCANS = 8
+    RESCANS = 4
 
     def discover(self, match, timeout=60.0, what='device'):
         """Scans (LE) until a device on our adapter satisfies match(props); returns its

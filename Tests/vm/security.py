@@ -27,7 +27,9 @@ gattd's default agent about the peripheral's end. Phases (one per run):
             DisplayYesNo): the central's digits are compared with those `gattctl watch`
             shows ("confirm ..."), and the board answers with `gattctl pairing confirm` or
             `reject` (--answer confirm|reject|mismatch); only a confirmed pairing may
-            succeed, and only then may `pin` (secure-read) be read.
+            succeed, and only then may `pin` (secure-read) be read (a read before it makes
+            the central pair again: nobody confirms that after `reject`, the board rejects
+            it after `mismatch`).
 """
 import argparse
 import json
@@ -562,10 +564,22 @@ def phase_compare(central, args):
         if not central.prop(path, 'org.bluez.Device1', 'Connected'):
             central.connect(path)
         found = chrcs(central, path, SERVICE_PK)
-        # The read makes the central pair again; nobody confirms on the board, so gattd
-        # rejects when confirmSeconds (--confirm-seconds) are up (the scenario checks gattd's
-        # log for it, and that gattd served no value), the pairing fails and the link goes.
+        # The read makes the central pair again. After `reject` nobody confirms on the board,
+        # so gattd rejects when confirmSeconds (--confirm-seconds) are up; after `mismatch`
+        # the person at the board, who has just seen digits that differ, rejects this one
+        # too (`gattctl pairing reject` when gattctl watch shows its digits): one wait for
+        # confirmSeconds is enough to see that rule. The scenario checks gattd's log for
+        # each, and that gattd served no value. The pairing fails and the link goes.
         # confirmSeconds and 20 s more bound the wait, not SLOW times as long.
+        if args.answer == 'mismatch':
+            watch.digits = None
+
+            def board_rejects(digits):
+                out = subprocess.run([args.gattctl, 'pairing', 'reject', watch.address], capture_output=True,
+                                     text=True)
+                step('board: the central pairs again (%s); gattctl pairing reject %s -> %d %s%s' % (
+                    digits, watch.address, out.returncode, out.stdout.strip(), out.stderr.strip()))
+            watch.when_known(board_rejects)
         how = read_gives_no_value(central, path, found[chrc_uuid(2, SERVICE_PK)]['path'],
                                   args.confirm_seconds + 20, 'read secure-read without pairing')
         step('read secure-read without the SC link gave no value: %s' % how)

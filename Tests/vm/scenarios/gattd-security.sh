@@ -32,7 +32,9 @@
 #      against those `gattctl watch` shows; the pairing fails when the board rejects and when
 #      the digits differ (the central rejects), and succeeds when both confirm (`gattctl
 #      pairing confirm`); the secure-read value is readable only then (a read before makes
-#      the central pair again, which nobody confirms: gattd rejects it after confirmSeconds);
+#      the central pair again: after the rejection nobody confirms that, and gattd rejects it
+#      after confirmSeconds; after the digits differed the board rejects it too; the read
+#      ends with the link, and gattd's log shows it served no value);
 #      the onConfirm program got the same digits.
 # Environment (run-guest --env): GATTD_BIN, GATTCTL_BIN (default: next to GATTD_BIN).
 set -uo pipefail
@@ -309,7 +311,7 @@ stop_gattd
 echo "== 8. numeric comparison: rejected, digits that differ, confirmed"
 # confirmSeconds: the configuration's 10 s, SLOW times as long but at most 20 s: the emulated
 # `gattctl pairing confirm` must finish inside it, and all of it inside the kernel's 30 s SMP
-# timeout. Two of the three comparisons below wait it out.
+# timeout. The first of the three comparisons below waits it out.
 CONFIG=/tmp/gattd-security-nc.json
 CONFIRM=$(/usr/bin/python3 - "$VM/configs/security-nc.json" "$CONFIG" "$SLOW" <<'PY'
 import json, sys
@@ -327,17 +329,24 @@ serving
 # The central forgets the board below (find), so the board forgets the central too.
 "$GATTCTL_BIN" bonds remove "$CENTRAL_ADDR" >/dev/null 2>&1
 NOBODY="reason=\"nobody confirmed within $CONFIRM s [(]confirmSeconds[)]\""
+BOARD='pairing request refused .*reason="rejected by gattctl'
 for answer in reject mismatch confirm; do
     echo "-- $answer"
-    unconfirmed=$(count "$OUT/gattd.log" "$NOBODY")
+    unconfirmed=$(count "$OUT/gattd.log" "$NOBODY") rejected=$(count "$OUT/gattd.log" "$BOARD")
     central compare --answer "$answer" --expect sc-secret --confirm-seconds "$CONFIRM" >"$OUT/compare-$answer.log" 2>&1; rc=$?
     cat "$OUT/compare-$answer.log"
     [ $rc = 0 ] || exit 1
     [ "$answer" = confirm ] && continue
     # The read after the failed pairing ended with the link (5.82 never answers it): it was
-    # the pairing nobody confirmed that ended, and gattd served no value.
-    [ "$(count "$OUT/gattd.log" "$NOBODY")" -gt "$unconfirmed" ] \
-        || { echo "FAIL: $answer: the read without pairing ended, but gattd rejected no unconfirmed pairing"; exit 1; }
+    # the pairing it started that ended (reject: nobody confirmed it; mismatch: the board
+    # rejected it as well as the first), and gattd served no value.
+    if [ "$answer" = reject ]; then
+        [ "$(count "$OUT/gattd.log" "$NOBODY")" -gt "$unconfirmed" ] \
+            || { echo "FAIL: reject: the read without pairing ended, but gattd rejected no unconfirmed pairing"; exit 1; }
+    else
+        [ "$(count "$OUT/gattd.log" "$BOARD")" -ge $((rejected + 2)) ] \
+            || { echo "FAIL: mismatch: gattd did not refuse both pairings as the board rejected them"; exit 1; }
+    fi
     [ "$(since_mark "$OUT/gattd.log" "$PIN_READ")" = 0 ] \
         || { echo "FAIL: $answer: gattd served pin without a confirmed pairing"; exit 1; }
 done
