@@ -197,9 +197,12 @@ class Central:
             self.call(self.adapter_path, ADAPTER, 'RemoveDevice', dbus.ObjectPath(path))
 
     # discover(): a scan that has not found the device this long after bluetoothd said it
-    # was discovering (StartDiscovery's reply) is started again, at most RESCANS times.
+    # was discovering (StartDiscovery's reply) is started again; after RESCANS such restarts
+    # one session is given a whole scan period and more (SESSION_SECONDS), then the cycle
+    # begins again.
     RESCAN_SECONDS = 1.0
-    RESCANS = 4
+    RESCANS = 8
+    SESSION_SECONDS = 12.0
 
     def discover(self, match, timeout=60.0, what='device'):
         """Scans (LE) until a device on our adapter satisfies match(props); returns its
@@ -211,14 +214,16 @@ class Central:
         6.12 bluetoothd drops the Device Found that comes before the reply to its Start
         Service Discovery. Seen in the guest's btmon: on a loaded machine 6.1 lost 17 of 26
         such races in one run of gattd-security, each costing a whole scan period (10.24 s,
-        after which the kernel ends the scan and bluetoothd starts the next). StartDiscovery
-        answers only once the start has completed, so when a found device has not appeared
-        RESCAN_SECONDS later, its report was lost: the session is stopped and started
-        again, a new scan and a new report. After RESCANS restarts the last session is kept
-        for the rest of the wait: within a session bluetoothd stays discovering while the
-        kernel restarts the scan every 10.24 s, and on 6.12 those scans' reports always
-        count. The restarts only shorten the search: a device is found or not within
-        `timeout` as before, however slow the machine."""
+        after which the kernel ends the scan and bluetoothd starts the next in the same
+        session). StartDiscovery answers only once the start has completed, and a device
+        whose report came through appears 0.05-0.2 s later; when it has not appeared
+        RESCAN_SECONDS later, the report was lost: the session is stopped and started
+        again, a new scan and a new report. After RESCANS restarts one session runs for
+        SESSION_SECONDS, so that its next scan (10.24 s on) comes within it: within a
+        session bluetoothd stays discovering, and on 6.12 those later scans' reports count
+        even when every first one is lost (5.82 at load 14-20: docs/bluez-versions.md).
+        The restarts only shorten the search: a device is found or not within `timeout`
+        as before, however slow the machine."""
         self.call(self.adapter_path, ADAPTER, 'SetDiscoveryFilter',
                   dbus.Dictionary({'Transport': 'le', 'DuplicateData': dbus.Boolean(True)},
                                   signature='sv'))
@@ -238,13 +243,13 @@ class Central:
         try:
             while True:
                 left = deadline - time.monotonic()
-                rescan = restarts < self.RESCANS and left > self.RESCAN_SECONDS
+                wait = self.RESCAN_SECONDS if (restarts + 1) % (self.RESCANS + 1) else self.SESSION_SECONDS
+                last = left <= wait
                 try:
-                    self.pump_until(scan_found, self.RESCAN_SECONDS if rescan else max(left, 0), what,
-                                    scaled=False)
+                    self.pump_until(scan_found, max(left, 0) if last else wait, what, scaled=False)
                     break
                 except CheckFailed:
-                    if not rescan:
+                    if last:
                         raise CheckFailed('timed out after %.0f s: %s not found by scanning (%d scans '
                                           'started again)' % (bound(timeout), what, restarts))
                 self.call(self.adapter_path, ADAPTER, 'StopDiscovery')
