@@ -132,27 +132,38 @@ class WatchedPasskey:
         self.waiting = []
         self.proc = subprocess.Popen([gattctl, 'watch'], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.ready = False
-        GLib.io_add_watch(self.proc.stdout, GLib.IO_IN | GLib.IO_HUP, self._line)
-        GLib.io_add_watch(self.proc.stderr, GLib.IO_IN | GLib.IO_HUP, self._err)
+        self.pending = {}
+        # Read from the descriptors, not the buffered files: a readline() per wake-up left a
+        # second line that came in the same read ("connected ...", then "confirm ...") in
+        # Python's buffer, where no wake-up ever looked (a comparison then waited in vain).
+        GLib.io_add_watch(self.proc.stdout.fileno(), GLib.IO_IN | GLib.IO_HUP, self._lines(self._line))
+        GLib.io_add_watch(self.proc.stderr.fileno(), GLib.IO_IN | GLib.IO_HUP, self._lines(self._err))
 
-    def _err(self, source, condition):
-        line = source.readline().decode()
+    def _lines(self, handle):
+        """An IO watch callback that hands every complete line read to handle(line)."""
+        def callback(fd, condition):
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return False
+            rest = self.pending.get(fd, b'') + chunk
+            *lines, self.pending[fd] = rest.split(b'\n')
+            for line in lines:
+                handle(line.decode())
+            return True
+        return callback
+
+    def _err(self, line):
         if line.startswith('watching'):
             self.ready = True
-        return bool(line)
 
-    def _line(self, source, condition):
-        line = source.readline().decode()
-        if not line:
-            return False
+    def _line(self, line):
         words = line.split()
         if len(words) >= 2 and words[0] in ('passkey', 'confirm'):
             self.digits = words[1]
             self.address = dict(w.split('=', 1) for w in words[2:] if '=' in w).get('address')
-            for callback in self.waiting:
+            waiting, self.waiting = self.waiting, []
+            for callback in waiting:
                 callback(self.digits)
-            self.waiting = []
-        return True
 
     def when_known(self, callback):
         if self.digits is not None:
