@@ -27,7 +27,9 @@ gattd's default agent about the peripheral's end. Phases (one per run):
             DisplayYesNo): the central's digits are compared with those `gattctl watch`
             shows ("confirm ..."), and the board answers with `gattctl pairing confirm` or
             `reject` (--answer confirm|reject|mismatch); only a confirmed pairing may
-            succeed, and only then may `pin` (secure-read) be read.
+            succeed, and only then may `pin` (secure-read) be read (a read before it makes
+            the central pair again: nobody confirms that after `reject`, the board rejects
+            it after `mismatch`).
 """
 import argparse
 import json
@@ -130,27 +132,38 @@ class WatchedPasskey:
         self.waiting = []
         self.proc = subprocess.Popen([gattctl, 'watch'], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.ready = False
-        GLib.io_add_watch(self.proc.stdout, GLib.IO_IN | GLib.IO_HUP, self._line)
-        GLib.io_add_watch(self.proc.stderr, GLib.IO_IN | GLib.IO_HUP, self._err)
+        self.pending = {}
+        # Read from the descriptors, not the buffered files: a readline() per wake-up left a
+        # second line that came in the same read ("connected ...", then "confirm ...") in
+        # Python's buffer, where no wake-up ever looked (a comparison then waited in vain).
+        GLib.io_add_watch(self.proc.stdout.fileno(), GLib.IO_IN | GLib.IO_HUP, self._lines(self._line))
+        GLib.io_add_watch(self.proc.stderr.fileno(), GLib.IO_IN | GLib.IO_HUP, self._lines(self._err))
 
-    def _err(self, source, condition):
-        line = source.readline().decode()
+    def _lines(self, handle):
+        """An IO watch callback that hands every complete line read to handle(line)."""
+        def callback(fd, condition):
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return False
+            rest = self.pending.get(fd, b'') + chunk
+            *lines, self.pending[fd] = rest.split(b'\n')
+            for line in lines:
+                handle(line.decode())
+            return True
+        return callback
+
+    def _err(self, line):
         if line.startswith('watching'):
             self.ready = True
-        return bool(line)
 
-    def _line(self, source, condition):
-        line = source.readline().decode()
-        if not line:
-            return False
+    def _line(self, line):
         words = line.split()
         if len(words) >= 2 and words[0] in ('passkey', 'confirm'):
             self.digits = words[1]
             self.address = dict(w.split('=', 1) for w in words[2:] if '=' in w).get('address')
-            for callback in self.waiting:
+            waiting, self.waiting = self.waiting, []
+            for callback in waiting:
                 callback(self.digits)
-            self.waiting = []
-        return True
 
     def when_known(self, callback):
         if self.digits is not None:
@@ -444,20 +457,46 @@ def phase_stranger(central, args):
     step('gattd dropped the stranger\'s link within %.1f s' % (time.monotonic() - t0))
 
 
+def link_down(central, path):
+    """The central's link to `path` is gone (Connected false, or bluetoothd dropped the object)."""
+    try:
+        return not central.prop(path, 'org.bluez.Device1', 'Connected')
+    except dbus.DBusException as e:
+        if e.get_dbus_name() != 'org.freedesktop.DBus.Error.UnknownObject':
+            raise
+        return True
+
+
+def read_gives_no_value(central, path, chrc, timeout, what):
+    """Reads `chrc`, which must give no value: an error, or no answer before the link is gone.
+    Reading it makes the central try to pair (ATT Insufficient Authentication); when that
+    pairing fails the link goes (Authentication Failure). 5.66 then answers the read with
+    ATT 0x0e; 5.82 never answers it (NoReply once the call's timeout is up). So the wait ends
+    with the answer or with the link going: without a link no value can come (a reply that
+    bluetoothd sent before it reported the link gone arrives before the report, and counts).
+    `timeout` (not SLOW times as long) bounds a link that stays up with the read unanswered;
+    that ends in NoReply, no value either. Returns how it ended, for the log."""
+    sent = central.send(chrc, CHRC, 'ReadValue', dbus.Dictionary({}, signature='sv'), timeout=timeout,
+                        scaled=False)
+    central.pump_until(every(0.2, lambda: 'ok' in sent or 'err' in sent or link_down(central, path)),
+                       timeout + 2, '%s to be answered or the link to go' % what, scaled=False)
+    if 'ok' in sent:
+        raise CheckFailed('%s returned %r' % (what, bytes(sent['ok'][0])))
+    if 'err' in sent:
+        e = sent['err']
+        return '%s: %s' % (e.get_dbus_name(), e.get_dbus_message())
+    return 'no answer, and the link is gone (bluetoothd 5.82 leaves such a read unanswered)'
+
+
 def phase_refused(central, args):
     path = find(central, args, SERVICE_PK)
     central.connect(path)
     found = chrcs(central, path, SERVICE_PK)
     plain = central.read(found[chrc_uuid(1, SERVICE_PK)]['path'])
     step('read plain = %r without pairing' % plain)
-    # 5.82 leaves the read unanswered (NoReply after the timeout): 30 s as natively, not
-    # SLOW times as long, since no answer is the outcome expected there.
-    try:
-        value = central.read(found[chrc_uuid(2, SERVICE_PK)]['path'], timeout=30, scaled=False)
-    except dbus.DBusException as e:
-        step('read pin without pairing refused: %s: %s' % (e.get_dbus_name(), e.get_dbus_message()))
-    else:
-        raise CheckFailed('read pin without pairing returned %r' % value)
+    how = read_gives_no_value(central, path, found[chrc_uuid(2, SERVICE_PK)]['path'], 30,
+                              'read pin without pairing')
+    step('read pin without pairing refused: %s' % how)
     try:
         paired = central.prop(path, 'org.bluez.Device1', 'Paired')
         connected = central.prop(path, 'org.bluez.Device1', 'Connected')
@@ -536,19 +575,25 @@ def phase_compare(central, args):
         if not central.prop(path, 'org.bluez.Device1', 'Connected'):
             central.connect(path)
         found = chrcs(central, path, SERVICE_PK)
-        # The read makes the central pair again; nobody confirms on the board, so gattd
-        # rejects when confirmSeconds (--confirm-seconds) are up (the scenario checks gattd's
-        # log for it). 5.66 then answers the read with ATT 0x0e; 5.82 leaves it unanswered:
-        # either way no value. confirmSeconds and 20 s more, not SLOW times as long: on 5.82
-        # the whole timeout passes.
-        try:
-            value = bytes(central.call(found[chrc_uuid(2, SERVICE_PK)]['path'], 'org.bluez.GattCharacteristic1',
-                                       'ReadValue', dbus.Dictionary({}, signature='sv'),
-                                       timeout=args.confirm_seconds + 20, scaled=False))
-        except dbus.DBusException as e:
-            step('read secure-read without the SC link gave no value: %s: %s' % (e.get_dbus_name(), e.get_dbus_message()))
-        else:
-            raise CheckFailed('read secure-read without pairing returned %r' % value)
+        # The read makes the central pair again. After `reject` nobody confirms on the board,
+        # so gattd rejects when confirmSeconds (--confirm-seconds) are up; after `mismatch`
+        # the person at the board, who has just seen digits that differ, rejects this one
+        # too (`gattctl pairing reject` when gattctl watch shows its digits): one wait for
+        # confirmSeconds is enough to see that rule. The scenario checks gattd's log for
+        # each, and that gattd served no value. The pairing fails and the link goes.
+        # confirmSeconds and 20 s more bound the wait, not SLOW times as long.
+        if args.answer == 'mismatch':
+            watch.digits = None
+
+            def board_rejects(digits):
+                out = subprocess.run([args.gattctl, 'pairing', 'reject', watch.address], capture_output=True,
+                                     text=True)
+                step('board: the central pairs again (%s); gattctl pairing reject %s -> %d %s%s' % (
+                    digits, watch.address, out.returncode, out.stdout.strip(), out.stderr.strip()))
+            watch.when_known(board_rejects)
+        how = read_gives_no_value(central, path, found[chrc_uuid(2, SERVICE_PK)]['path'],
+                                  args.confirm_seconds + 20, 'read secure-read without pairing')
+        step('read secure-read without the SC link gave no value: %s' % how)
         watch.stop()
         print('DIGITS %s %s' % agent.seen, flush=True)
         try:

@@ -32,7 +32,9 @@
 #      against those `gattctl watch` shows; the pairing fails when the board rejects and when
 #      the digits differ (the central rejects), and succeeds when both confirm (`gattctl
 #      pairing confirm`); the secure-read value is readable only then (a read before makes
-#      the central pair again, which nobody confirms: gattd rejects it after confirmSeconds);
+#      the central pair again: after the rejection nobody confirms that, and gattd rejects it
+#      after confirmSeconds; after the digits differed the board rejects it too; the read
+#      ends with the link, and gattd's log shows it served no value);
 #      the onConfirm program got the same digits.
 # Environment (run-guest --env): GATTD_BIN, GATTCTL_BIN (default: next to GATTD_BIN).
 set -uo pipefail
@@ -281,6 +283,11 @@ expect_pairable true "pairable always"
 "$GATTCTL_BIN" bonds | grep -q "^$CENTRAL_ADDR .* bonded" || { echo "FAIL: the bond did not survive the new configuration"; exit 1; }
 "$GATTCTL_BIN" bonds remove "$CENTRAL_ADDR" >/dev/null || exit 1
 central refused || exit 1
+# The central's read ends when the link goes (5.82 never answers it): gattd itself must not
+# have served pin (its debug line "read ... gatt.id=pin length=N" for every value it gives).
+PIN_READ='^debug: read .*gatt[.]id=pin length='
+[ "$(since_mark "$OUT/gattd.log" "$PIN_READ")" = 0 ] \
+    || { echo "FAIL: gattd served pin to a central that had not paired"; grep "$PIN_READ" "$OUT/gattd.log"; exit 1; }
 echo "phase 6 done ($(elapsed) s)"
 
 echo "== 7. display-passkey: a wrong passkey fails, the published one pairs"
@@ -295,13 +302,16 @@ key=$(sed -n 's/^PASSKEY //p' "$OUT/passkey-right.log")
 grep -q "passkey for pairing: $key" "$OUT/gattd.log" || { echo "FAIL: gattd's log has no line with passkey $key"; exit 1; }
 grep -q " $key\$" /tmp/passkey-program.log || { echo "FAIL: the onPasskey program was not given $key"; cat /tmp/passkey-program.log; exit 1; }
 echo "onPasskey program saw: $(cat /tmp/passkey-program.log | tr '\n' ';')"
+# The control for phase 6's and 8's checks: the read after pairing shows in gattd's log.
+[ "$(since_mark "$OUT/gattd.log" "$PIN_READ")" -ge 1 ] \
+    || { echo "FAIL: gattd's log has no 'read ... gatt.id=pin' line for the read after pairing"; exit 1; }
 echo "phase 7 done ($(elapsed) s)"
 stop_gattd
 
 echo "== 8. numeric comparison: rejected, digits that differ, confirmed"
 # confirmSeconds: the configuration's 10 s, SLOW times as long but at most 20 s: the emulated
 # `gattctl pairing confirm` must finish inside it, and all of it inside the kernel's 30 s SMP
-# timeout. Two of the three comparisons below wait it out.
+# timeout. The first of the three comparisons below waits it out.
 CONFIG=/tmp/gattd-security-nc.json
 CONFIRM=$(/usr/bin/python3 - "$VM/configs/security-nc.json" "$CONFIG" "$SLOW" <<'PY'
 import json, sys
@@ -318,11 +328,27 @@ start_gattd
 serving
 # The central forgets the board below (find), so the board forgets the central too.
 "$GATTCTL_BIN" bonds remove "$CENTRAL_ADDR" >/dev/null 2>&1
+NOBODY="reason=\"nobody confirmed within $CONFIRM s [(]confirmSeconds[)]\""
+BOARD='pairing request refused .*reason="rejected by gattctl'
 for answer in reject mismatch confirm; do
     echo "-- $answer"
+    unconfirmed=$(count "$OUT/gattd.log" "$NOBODY") rejected=$(count "$OUT/gattd.log" "$BOARD")
     central compare --answer "$answer" --expect sc-secret --confirm-seconds "$CONFIRM" >"$OUT/compare-$answer.log" 2>&1; rc=$?
     cat "$OUT/compare-$answer.log"
     [ $rc = 0 ] || exit 1
+    [ "$answer" = confirm ] && continue
+    # The read after the failed pairing ended with the link (5.82 never answers it): it was
+    # the pairing it started that ended (reject: nobody confirmed it; mismatch: the board
+    # rejected it as well as the first), and gattd served no value.
+    if [ "$answer" = reject ]; then
+        [ "$(count "$OUT/gattd.log" "$NOBODY")" -gt "$unconfirmed" ] \
+            || { echo "FAIL: reject: the read without pairing ended, but gattd rejected no unconfirmed pairing"; exit 1; }
+    else
+        [ "$(count "$OUT/gattd.log" "$BOARD")" -ge $((rejected + 2)) ] \
+            || { echo "FAIL: mismatch: gattd did not refuse both pairings as the board rejected them"; exit 1; }
+    fi
+    [ "$(since_mark "$OUT/gattd.log" "$PIN_READ")" = 0 ] \
+        || { echo "FAIL: $answer: gattd served pin without a confirmed pairing"; exit 1; }
 done
 digits=$(sed -n 's/^DIGITS //p' "$OUT/compare-confirm.log")
 mine=${digits% *} published=${digits#* }
@@ -331,8 +357,7 @@ grep -q "confirm pairing: $mine" "$OUT/gattd.log" || { echo "FAIL: gattd's log h
 grep -q " $mine\$" /tmp/confirm-program.log || { echo "FAIL: the onConfirm program was not given $mine"; cat /tmp/confirm-program.log; exit 1; }
 grep -q 'pairing accepted (numeric comparison)' "$OUT/gattd.log" || { echo "FAIL: gattd logged no accepted numeric comparison"; exit 1; }
 # The reads without the SC link made the central pair again, and nobody confirmed: rejected on time.
-grep -q "reason=\"nobody confirmed within $CONFIRM s (confirmSeconds)\"" "$OUT/gattd.log" \
-    || { echo "FAIL: no pairing was rejected for want of a decision"; exit 1; }
+grep -Eq "$NOBODY" "$OUT/gattd.log" || { echo "FAIL: no pairing was rejected for want of a decision"; exit 1; }
 "$GATTCTL_BIN" bonds | grep -q "^$CENTRAL_ADDR .* bonded" || { echo "FAIL: no bond after the confirmed pairing"; "$GATTCTL_BIN" bonds; exit 1; }
 echo "onConfirm program saw: $(tr '\n' ';' </tmp/confirm-program.log)"
 echo "phase 8 done ($(elapsed) s)"
