@@ -102,18 +102,7 @@ async def exchange(central, *sdus):
 
 def new_line(g, text, since, timeout=10):
     """The first line of gattd's output after its first `since` lines that contains `text`."""
-    out = g.child.out
-    deadline = time.monotonic() + timeout
-    with out.changed:
-        while True:
-            for line in out.lines[since:]:
-                if text in line:
-                    return line
-            since = len(out.lines)
-            remaining = deadline - time.monotonic()
-            if out.closed or remaining <= 0:
-                return None
-            out.changed.wait(remaining)
+    return g.child.out.wait_for(lambda line: text in line, timeout, since)
 
 
 def logged(g):

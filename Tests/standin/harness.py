@@ -73,10 +73,11 @@ class LineReader:
         except ValueError:      # the log was closed: the test is over
             pass
 
-    def wait_for(self, predicate, timeout):
-        """Return the first line (old or new) for which predicate is true, or None."""
+    def wait_for(self, predicate, timeout, since=0):
+        """Return the first line after the first `since` (old or new) for which predicate is
+        true, or None."""
         deadline = time.monotonic() + timeout
-        checked = 0
+        checked = since
         with self.changed:
             while True:
                 for line in self.lines[checked:]:
