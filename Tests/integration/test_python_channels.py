@@ -19,7 +19,6 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 
 import dbus
 import pytest
