@@ -25,7 +25,8 @@ kernel then waits 40 s and fails with EINPROGRESS (Tests/vm/README.md, gattd-cha
   parallel PSM BYTES --own2 ADDR  two channels, from --own and --own2 (another controller),
                                   echo at once
   pair                            bluetoothd on --adapter pairs with gattd (Device1.Pair,
-                                  this central's own agent, KeyboardDisplay: just works)
+                                  this central's own agent, KeyboardDisplay: just works),
+                                  connecting first if the link is gone
   link-up                         bluetoothd has a link from --adapter to --peer (fails if not)
 
 usage: channels_central.py --adapter NAME --own ADDR --peer ADDR COMMAND ...
@@ -299,16 +300,29 @@ def hold(adapter, holder):
     return '%s holds a link to %s (%s): its next link gets another handle' % (adapter, HOLDER_ADAPTER, holder)
 
 
-def pair_with(own, peer):
-    """bluetoothd pairs own's adapter with peer over the link it holds, this central's own
-    agent answering for the central (just works); a line saying so."""
-    central, device = link_up(own, peer)
+def pair_with(adapter, own, peer):
+    """bluetoothd on adapter (own's) pairs with peer, this central's own agent answering for
+    the central (just works); a line saying so. A link that a failed pairing ended (the
+    kernel disconnects then, and 5.82 drops the device object soon after) is made again
+    first: found by scanning if bluetoothd no longer knows peer, then Device1.Connect."""
+    central, adapter_path, up = links(own, peer)
+    central = Central(adapter)
+    made = ''
+    if up:
+        device = up[0]
+    else:
+        known = [path for path, interfaces in central.objects().items()
+                 if DEVICE in interfaces and str(interfaces[DEVICE].get('Adapter')) == adapter_path
+                 and str(interfaces[DEVICE].get('Address', '')).upper() == peer.upper()]
+        device = known[0] if known else central.discover(at_address(peer), what='gattd (%s)' % peer)[0]
+        central.connect(device)
+        made = 'the link made again (%s); ' % ('bluetoothd still knew gattd' if known else 'found by scanning')
     agent = CentralAgent(central.bus)
     register_agent(central, agent, 'KeyboardDisplay')
     started = time.monotonic()
     pair(central, device)
-    return 'paired (just works) in %.1f s; this central\'s agent was asked: %s' % (
-        time.monotonic() - started, ', '.join(agent.calls) or 'nothing')
+    return '%spaired (just works) in %.1f s; this central\'s agent was asked: %s' % (
+        made, time.monotonic() - started, ', '.join(agent.calls) or 'nothing')
 
 
 def main():
@@ -355,7 +369,7 @@ def main():
         elif args.command == 'hold':
             print(hold(args.adapter2, args.holder))
         elif args.command == 'pair':
-            print(pair_with(args.own, args.peer))
+            print(pair_with(args.adapter, args.own, args.peer))
         elif args.command == 'link-up':
             _, device = link_up(args.own, args.peer)
             print('the link to %s is up (%s: Device1.Connected)' % (args.peer, device))
