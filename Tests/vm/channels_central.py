@@ -340,7 +340,7 @@ def main():
     parser.add_argument('--window', type=int, help='bytes sent and not yet echoed at most (default: no limit)')
     parser.add_argument('--retry', type=float, default=0,
                         help='read-psm: seconds (times SLOW) in which failed reads are tried again')
-    args = parser.parse_args()
+    args = parser.parse_intermixed_args()
     try:
         if args.command == 'connect':
             print(connect(args.adapter, args.peer))

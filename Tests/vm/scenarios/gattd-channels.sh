@@ -110,10 +110,11 @@ central refused 148 || exit 1
 wait_for_line "$OUT/btmon.txt" 'Result: Connection refused - insufficient (authentication|encryption) ' 60 || exit 1
 echo "the kernel's answer (btmon): $(grep -E -o 'Connection refused - insufficient (authentication|encryption) \(0x000[58]\)' "$OUT/btmon.txt" | tail -1)"
 echo "the central's kernel then paired by itself (btmon): $(grep -E -A1 'SMP: Pairing (Request|Failed)' "$OUT/btmon.txt" | grep -E -o 'SMP: Pairing Request|Reason: .*' | tr '\n' ' ')"
-if grep -q 'channel=locked' <(tail -n +"$((log_lines + 1))" "$OUT/gattd.log"); then
-    echo "FAIL: gattd saw the channel that the kernel refused:"; tail -n +"$((log_lines + 1))" "$OUT/gattd.log"; exit 1
+meanwhile=$(tail -n +"$((log_lines + 1))" "$OUT/gattd.log")
+if grep -q 'channel=locked' <<<"$meanwhile"; then
+    echo "FAIL: gattd saw the channel that the kernel refused:"; echo "$meanwhile"; exit 1
 fi
-echo "gattd's log meanwhile (it never saw the channel):"; tail -n +"$((log_lines + 1))" "$OUT/gattd.log" | sed 's/^/  /'
+echo "gattd's log meanwhile (it never saw the channel):"; sed 's/^/  /' <<<"$meanwhile"
 if central link-up >/dev/null; then
     echo "the link stayed up"
 else
@@ -178,7 +179,7 @@ central link-up || exit 1
 central echo "$echo_psm" 65536 || exit 1
 # bluetoothd on hci1 learns the re-registered database from Service Changed.
 # shellcheck disable=SC2086
-again=$(central read-psm --retry 30 $SERVICES $LOCKED) || { echo "$again"; exit 1; }
+again=$(central --retry 30 read-psm $SERVICES $LOCKED) || { echo "$again"; exit 1; }
 [ "$again" = "$psms 148" ] || { echo "FAIL: after a restart the PSMs are '$again', before '$psms 148'"; exit 1; }
 echo "after a restart PSM $echo_psm echoes over the link that outlived gattd, and the PSMs read" \
     "again are the same: $again ($(elapsed) s)"
