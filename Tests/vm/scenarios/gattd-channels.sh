@@ -109,7 +109,7 @@ central refused 148 || exit 1
 # The kernel answers for gattd, before gattd has a channel to accept: only btmon sees why.
 wait_for_line "$OUT/btmon.txt" 'Result: Connection refused - insufficient (authentication|encryption) ' 60 || exit 1
 echo "the kernel's answer (btmon): $(grep -E -o 'Connection refused - insufficient (authentication|encryption) \(0x000[58]\)' "$OUT/btmon.txt" | tail -1)"
-echo "the central's kernel then paired by itself (btmon): $(grep -E -A1 'SMP: Pairing (Request|Failed)' "$OUT/btmon.txt" | grep -E -o 'SMP: Pairing Request|Reason: .*' | tr '\n' ' ')"
+echo "the central's kernel then paired by itself (btmon): $(grep -E -A1 'SMP: Pairing (Request|Failed)' "$OUT/btmon.txt" | grep -E -o 'SMP: Pairing Request|Reason: .*' | awk '!seen[$0]++' | tr '\n' ' ')"
 meanwhile=$(tail -n +"$((log_lines + 1))" "$OUT/gattd.log")
 if grep -q 'channel=locked' <<<"$meanwhile"; then
     echo "FAIL: gattd saw the channel that the kernel refused:"; echo "$meanwhile"; exit 1
