@@ -6,6 +6,7 @@ import Control
 import ControlAPI
 import DBusKit
 import DaemonCore
+import Doctor
 import Glibc
 import Logging
 import Mainloop
