@@ -60,7 +60,7 @@ let package = Package(
         .target(
             name: "Control",
             dependencies: [
-                "ControlAPI", "DBusKit", "BLEModel", "DaemonCore", "BlueZ", "Mainloop", "SystemCalls",
+                "ControlAPI", "DBusKit", "BLEModel", "DaemonCore", "BlueZ",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

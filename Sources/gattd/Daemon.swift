@@ -173,7 +173,8 @@ final class Daemon {
             }
         }
         centrals.onNotifySocketModel = { [unowned self] model in self.application.notifySocketModel = model }
-        security.start(control: control, centrals: centrals)
+        security.onEvent = { [unowned control] in control.pairingEvent($0) }
+        security.start(centrals: centrals)
         advertiser.onStateChange = { [unowned self] in self.control.advertisementEvent(id: $0, state: $1) }
         if let interval = systemd.watchdogInterval {
             // Pinged from the loop itself: a wedged loop stops the pings and systemd restarts us.
