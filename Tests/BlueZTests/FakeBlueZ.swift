@@ -457,6 +457,8 @@ final class FakeDevice: DBusObject {
     var name: String?
     var connected: Bool
     var paired: Bool
+    /// `Disconnect` calls gattd made.
+    var disconnects = 0
 
     /// At `dev_<pathAddress>` (bluetoothd's name for it when it first saw it), else `dev_<address>`.
     init(adapter: String, address: String, pathAddress: String? = nil, name: String?, connected: Bool, paired: Bool) {
@@ -479,7 +481,10 @@ final class FakeDevice: DBusObject {
         }
     }
 
-    func handle(_ call: MethodCall) { call.reply() }
+    func handle(_ call: MethodCall) {
+        if call.member == "Disconnect" { disconnects += 1 }
+        call.reply()
+    }
 }
 
 extension FakeBlueZ {

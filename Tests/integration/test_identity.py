@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""One name per central (issue 31): phones use resolvable private addresses (RPAs).
+"""One name per central (docs/control-api.md, "How centrals are named"): phones use
+resolvable private addresses (RPAs).
 
 bluetoothd keeps a phone that bonds over an RPA at `dev_<that RPA>` and only changes its
 `Address`/`AddressType` to the identity (one PropertiesChanged); a phone that pairs again
