@@ -43,8 +43,10 @@ from security import CentralAgent, auto_connect, auto_connect_end, btmgmt, chrcs
 
 SERVICE = '5ec0de00-1234-5678-1234-56789abc0031'
 PLAIN, SECRET, REPLY, CMD = ('5ec0de0%d-1234-5678-1234-56789abc0031' % n for n in (1, 2, 3, 4))
-# The central's IRK (16 bytes, hex), as a phone keeps one for its life.
+# The central's IRK (16 bytes, hex), as a phone keeps one for its life; NEW_IRK, the one it
+# takes when it is reset (phase repair): the same identity, a key gattd's side never saw.
 IRK = '0f1e2d3c4b5a69788796a5b4c3d2e1f0'
+NEW_IRK = 'a1b2c3d4e5f60718293a4b5c6d7e8f90'
 
 
 class Watch:
@@ -112,10 +114,10 @@ def private_address(address):
     return (int(address.split(':')[0], 16) >> 6) == 1
 
 
-def privacy_on(central):
+def privacy_on(central, irk=IRK):
     """The kernel takes privacy only while powered off; powering on makes a new RPA."""
     btmgmt(central, 'power', 'off')
-    btmgmt(central, 'privacy', 'on', IRK)
+    btmgmt(central, 'privacy', 'on', irk)
     btmgmt(central, 'power', 'on')
     central.pump_until(lambda: bool(central.prop(central.adapter_path, 'org.bluez.Adapter1', 'Powered')), 20,
                        'hci1 powered again')
@@ -184,10 +186,15 @@ def phase_first(central, args):
         raise CheckFailed('disconnected names %s, expected %s' % (gone['address'], args.identity))
     central.pump_until(lambda: not central.prop(path, 'org.bluez.Device1', 'Connected'), 20, 'the link to drop')
     step('gattctl disconnect %s dropped it; the event names the identity' % args.identity)
-    # The window had only to outlast the first contact (--window, generous for a loaded
-    # machine); the rest of it need not be waited out: opened again for 1 s, gattd's timer
-    # closes it a second later. The close that counts is the one after that opening (the
-    # first window may have ended on its own meanwhile).
+    close_window(central, args, watch)
+    watch.check_tracking()
+
+
+def close_window(central, args, watch):
+    """The window had only to outlast the first contact (--window, generous for a loaded
+    machine); the rest of it need not be waited out: opened again for 1 s, gattd's timer
+    closes it a second later. The close that counts is the one after that opening (the
+    first window may have ended on its own meanwhile)."""
     mark = len(watch.events())
     gattctl(args, 'pairing', 'open', '1')
     watch.wait(central, 'pairing opened again for 1 s', mark, event='pairing', state='open', seconds='1')
@@ -195,7 +202,6 @@ def phase_first(central, args):
                 (e.get('event'), e.get('state'), e.get('seconds')) == ('pairing', 'open', '1')][0]
     watch.wait(central, 'the pairing window to close', reopened + 1, event='pairing', state='closed')
     step('pairing closed')
-    watch.check_tracking()
 
 
 def reply_subscribed(args):
@@ -341,9 +347,84 @@ def phase_restarted(central, args):
     returning(central, args, identity_object, fresh=True)
 
 
+def identity_objects(central, args):
+    """bluetoothd's objects on gattd's adapter whose Address is the central's identity:
+    {path: (AddressType, Paired, Bonded, Connected)} (Bonded: None before 5.67)."""
+    objects = central.objects()
+    adapters = [str(path) for path, ifaces in objects.items()
+                if str(ifaces.get('org.bluez.Adapter1', {}).get('Address', '')).upper() == args.peer.upper()]
+    if len(adapters) != 1:
+        raise CheckFailed('gattd\'s adapter %s: %s' % (args.peer, adapters))
+    found = {}
+    for path, ifaces in objects.items():
+        device = ifaces.get('org.bluez.Device1')
+        if (device is None or not str(path).startswith(adapters[0] + '/')
+                or str(device.get('Address', '')).upper() != args.identity.upper()):
+            continue
+        bonded = device.get('Bonded')
+        found[str(path)] = (str(device.get('AddressType')), bool(device.get('Paired')),
+                            None if bonded is None else bool(bonded), bool(device.get('Connected')))
+    return found
+
+
+def phase_repair(central, args):
+    """The phone was reset: it forgot gattd, takes a new IRK (same identity) and pairs again
+    while gattd's window is open. gattd's side cannot resolve the new RPAs with the IRK it
+    kept, so the first contact is a new object; the pairing gives it the identity, and
+    bluetoothd keeps both objects with that Address (bluez/bluez #1095)."""
+    watch = Watch(args.watch)
+    old = identity_objects(central, args)
+    if len(old) != 1 or not list(old.values())[0][1]:
+        raise CheckFailed('before the re-pair gattd\'s adapter should hold one paired object for %s: %s'
+                          % (args.identity, old))
+    old_device = list(old)[0]
+    privacy_on(central, NEW_IRK)
+    agent = CentralAgent(central.bus)
+    register_agent(central, agent, 'NoInputNoOutput')
+    before = len(watch.events())
+    gattctl(args, 'pairing', 'open', str(args.window))
+    path = find(central, args, SERVICE)   # the central forgets its bond with gattd first
+    central.connect(path)
+    first = connected_from_rpa(central, watch, args, before)
+    if first['device'] == old_device:
+        raise CheckFailed('a new IRK: the new RPA should be a new object, not %s' % old_device)
+    pair(central, path)
+    changed = watch.wait(central, 'the address-changed event', before, event='address-changed')
+    wanted = {'address': args.identity, 'old-address': first['address'], 'device': first['device']}
+    if any(changed.get(k) != v for k, v in wanted.items()):
+        raise CheckFailed('address-changed: %s, expected %s' % (changed, wanted))
+    step('paired again with a new IRK: address-changed %s -> %s on a new object %s'
+         % (first['address'], args.identity, first['device']))
+    both = identity_objects(central, args)
+    step('bluetoothd\'s objects with %s: %s' % (args.identity, both))
+    bonds = json.loads(gattctl(args, 'bonds', '--json').stdout)
+    step('gattctl bonds: %s' % bonds)
+    centrals = json.loads(gattctl(args, 'centrals', '--json').stdout)
+    step('gattctl centrals: %s' % [(c['address'], c['addressType'], c.get('bonded')) for c in centrals])
+    if [(b['address'], b['bonded'], b['connected']) for b in bonds] != [(args.identity, True, True)]:
+        raise CheckFailed('gattctl bonds should list %s once, bonded and connected: %s' % (args.identity, bonds))
+    if [(c['address'], c['addressType']) for c in centrals] != [(args.identity, 'public')]:
+        raise CheckFailed('gattctl centrals: %s' % centrals)
+    found = chrcs(central, path, SERVICE)
+    value = central.read(found[SECRET]['path'])
+    if value != b'for bonded phones':
+        raise CheckFailed('read secret = %r' % value)
+    step('read secret over the link encrypted with the new keys')
+    targeted_value(central, args, watch, found[REPLY]['path'], before, first['device'])
+    gattctl(args, 'disconnect', args.identity)
+    central.pump_until(lambda: not central.prop(path, 'org.bluez.Device1', 'Connected'), 20, 'the link to drop')
+    watch.wait(central, 'the disconnected event', before, event='disconnected', address=args.identity)
+    step('after the disconnect: bluetoothd\'s objects with %s: %s' % (args.identity, identity_objects(central, args)))
+    left = json.loads(gattctl(args, 'centrals', '--json').stdout)
+    if left:
+        raise CheckFailed('gattctl centrals after the disconnect: %s' % left)
+    close_window(central, args, watch)
+    watch.check_tracking()
+
+
 def phase_stranger(central, args):
     watch = Watch(args.watch)
-    privacy_on(central)
+    privacy_on(central, NEW_IRK)
     before = len(watch.events())
     path = find(central, args, SERVICE)
     t0 = time.monotonic()
@@ -360,7 +441,7 @@ def phase_stranger(central, args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('phase', choices=['first', 'return', 'restarted', 'stranger'])
+    parser.add_argument('phase', choices=['first', 'return', 'restarted', 'repair', 'stranger'])
     parser.add_argument('--adapter', default='hci1')
     parser.add_argument('--peer', default='00:AA:01:00:00:00')
     parser.add_argument('--identity', default='00:AA:01:01:00:01', help="this central's identity (hci1's address)")
@@ -376,7 +457,7 @@ def main():
     if args.shared and args.targeted:
         parser.error('--shared and --targeted exclude each other')
     central = Central(args.adapter, timeout=30)
-    phases = {'first': phase_first, 'return': phase_return, 'restarted': phase_restarted, 'stranger': phase_stranger}
+    phases = {'first': phase_first, 'return': phase_return, 'restarted': phase_restarted, 'repair': phase_repair, 'stranger': phase_stranger}
     run(lambda: (central.power_on(), phases[args.phase](central, args)))
 
 

@@ -89,11 +89,17 @@ wait_count "$OUT/gattd.log" 'pairing agent registered capability' $((agents + 1)
 central restarted "${sockets[@]}" || exit 1
 echo "phase 3 done ($(elapsed) s)"
 
-echo "== 4. gattd forgets the bond: the private central is dropped (bondedOnly, pairing closed)"
+echo "== 4. the central is reset: a new IRK, the same identity, paired again in a new window"
+central repair --window "$(bound 20)" "${sockets[@]}" || exit 1
+grep -E 'paired again|two objects' "$OUT/gattd.log" | tail -n 3 | sed 's/^/gattd: /'
+echo "phase 4 done ($(elapsed) s)"
+
+echo "== 5. gattd forgets the bond: the private central is dropped (bondedOnly, pairing closed)"
 "$GATTCTL_BIN" bonds remove "$HCI1_ADDR" | grep -qx "$HCI1_ADDR: removed" || { echo "FAIL: gattctl bonds remove"; exit 1; }
+"$GATTCTL_BIN" bonds | grep -q "^$HCI1_ADDR " && { echo "FAIL: a bond with $HCI1_ADDR is left: $("$GATTCTL_BIN" bonds)"; exit 1; }
 central stranger || exit 1
 grep -E 'disconnecting a central that is not bonded' "$OUT/gattd.log" | tail -n 1 | sed 's/^/gattd: /'
-echo "phase 4 done ($(elapsed) s)"
+echo "phase 5 done ($(elapsed) s)"
 kill -TERM "$gattd"; wait "$gattd"; rc=$?
 [ $rc = 0 ] || { echo "FAIL: gattd exited $rc after SIGTERM"; exit 1; }
 gattd=""
