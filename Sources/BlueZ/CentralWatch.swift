@@ -349,13 +349,17 @@ public final class CentralWatch {
     }
 
     /// The centrals connected now, by address.
+    /// Paired, bonded and trusted as in `bonds`: where bluetoothd keeps two objects for
+    /// the address, the keys may sit on the one not connected.
     public var connected: [Connected] {
-        centrals.compactMap { device, central in
+        let bonds = Dictionary(self.bonds.map { ($0.address.uppercased(), $0) }, uniquingKeysWith: { first, _ in first })
+        return centrals.compactMap { device, central in
             guard central.connected, let address = central.address else { return nil }
+            let bond = bonds[address.uppercased()]
             return Connected(
                 device: device, address: address, addressType: central.addressType, name: central.name,
-                paired: central.paired, bonded: central.isBonded, trusted: central.trusted,
-                since: central.connectedSince ?? 0)
+                paired: central.paired || bond?.paired == true, bonded: central.isBonded || bond?.bonded == true,
+                trusted: central.trusted || bond?.trusted == true, since: central.connectedSince ?? 0)
         }.sorted { $0.address < $1.address }
     }
 

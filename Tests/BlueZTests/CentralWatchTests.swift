@@ -163,6 +163,7 @@ struct CentralWatchTests {
                 ])
         #expect(w.watch.devices(address: identity) == [older, newer.path.rawValue])
         #expect(w.watch.connectedDevice(address: identity) == newer.path.rawValue)
+        #expect(w.watch.connected.map { [$0.device, $0.address, "\($0.bonded)"] } == [[newer.path.rawValue, identity, "true"]])
         try w.bluez.setConnected(newer, false)
         #expect(w.f.run { w.events.count == 3 })
         #expect(w.events.last == .disconnected(device: newer.path.rawValue, address: identity, addressType: "public", name: nil))
