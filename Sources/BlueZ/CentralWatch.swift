@@ -232,8 +232,32 @@ public final class CentralWatch {
             ask(device)
         }
         centrals[device] = central
+        if central.connected, newAddress || !wasConnected, let address = central.address {
+            endStaleLinks(address, keeping: device)
+        }
         announce(device)
         if newAddress, let address = central.address { reportShared(address.uppercased(), newer: device) }
+    }
+
+    /// A central with `address` has its link on `keeping` now: another object with that
+    /// address that still says `Connected` stands for a link that has ended, since one
+    /// address has one LE link at a time. bluetoothd before 5.80 leaves the newer object of a
+    /// re-paired phone `Connected` when its link ends (it files the end under the older
+    /// object, docs/bluez-contract.md §12); gattd takes that link as ended (disconnected,
+    /// announced) when the address connects again, so a value for the address goes to the
+    /// live link. bluetoothd's own `Connected` for that object, if it ever comes, changes
+    /// nothing more.
+    private func endStaleLinks(_ address: String, keeping device: String) {
+        let key = address.uppercased()
+        let stale = centrals.filter { $0.key != device && $0.value.connected && $0.value.address?.uppercased() == key }
+        for other in stale.keys.sorted() {
+            logger.notice(
+                "a central's address connected on another object: its old link is taken as ended",
+                metadata: ["address": "\(address)", "device": "\(device)", "ended": "\(other)"])
+            centrals[other]?.connected = false
+            centrals[other]?.connectedSince = nil
+            announce(other)
+        }
     }
 
     /// bluetoothd keeps more than one object with `address` (a phone that paired again
@@ -365,7 +389,7 @@ public final class CentralWatch {
 
     /// The device object of the connected central with `address` (any case).
     public func connectedDevice(address: String) -> String? {
-        centrals.filter { $0.value.connected && $0.value.address?.uppercased() == address.uppercased() }.keys.min()
+        devices(address: address).last.flatMap { centrals[$0]?.connected == true ? $0 : nil }
     }
 
     /// The address bluetoothd gives the central at `device` now (`Address`), if gattd knows it.

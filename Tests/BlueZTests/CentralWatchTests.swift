@@ -173,6 +173,31 @@ struct CentralWatchTests {
         #expect(w.watch.device(address: identity) == older)
     }
 
+    @Test("before 5.80 the newer object keeps Connected after its link ended: the address connecting again ends it")
+    func staleLinkEndedByReturn() throws {
+        let identity = "00:AA:01:01:00:01"
+        var found: FakeDevice?
+        let w = try Watched { bluez in
+            found = try bluez.addDevice(identity, connected: false, paired: true)
+        }
+        let older = try #require(found)
+        let newer = try w.bluez.addDevice("41:9E:0C:94:B8:B3", addressType: "random")
+        try w.bluez.setIdentity(newer, identity, bonded: false)
+        #expect(w.f.run { w.events.count == 2 })
+        // The link ended; bluetoothd said nothing about the newer object. The phone returns
+        // and bluetoothd finds the older object for it.
+        try w.bluez.setConnected(older, true)
+        #expect(w.f.run { w.events.count == 4 })
+        #expect(
+            Array(w.events.suffix(2)) == [
+                .disconnected(device: newer.path.rawValue, address: identity, addressType: "public", name: nil),
+                .connected(device: older.path.rawValue, address: identity, addressType: "public", name: nil),
+            ])
+        #expect(w.watch.connected.map(\.device) == [older.path.rawValue])
+        #expect(w.watch.connectedDevice(address: identity) == older.path.rawValue)
+        #expect(w.watch.bonds.map(\.device) == [older.path.rawValue])
+    }
+
     @Test("of two bonded objects with one address, neither connected, the one that took the address later stands for it")
     func newerOfTwoBonded() throws {
         let identity = "00:AA:01:01:00:03"
