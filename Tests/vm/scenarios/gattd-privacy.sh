@@ -19,8 +19,10 @@
 #      again while a window is open; bluetoothd keeps two objects with the identity
 #      (bluez/bluez #1095): gattctl bonds lists it once (bonded, connected), gattd logs the
 #      two objects and removes neither, the encrypted read and a value for it alone (as
-#      in 2) work over the new keys. Before 5.80 the newer object keeps `Connected` after
-#      the link ends (docs/bluez-contract.md §12), so the central leaves on its own there.
+#      in 2) work over the new keys. Before 5.80 (docs/bluez-contract.md §12) bluetoothd
+#      holds notifications for the older object, so only gattd's writing of the value for
+#      all is checked there, and the newer object keeps `Connected` after the link ends, so
+#      the central leaves on its own.
 #   4. bluetoothd restarts: one object, dev_<identity>, holding the newer bond: `reply` is
 #      not subscribed until the central (new IRK) subscribes again, then the same as 2
 #      through a new socket, and no new pairing.
