@@ -24,9 +24,16 @@ what a program would do goes through gattctl (--gattctl). Phases:
             watch's `changed` event: each value differs from the one gattd holds, since an
             unchanged one is notified to nobody); once it unsubscribes `reply` is
             unsubscribed; `secret` (encrypt-read) reads without pairing again.
+  repair    the central is reset: it forgets gattd, takes a new IRK (NEW_IRK, the same
+            identity) and pairs again while a window is open. bluetoothd keeps two objects
+            with the identity (bluez/bluez #1095); `gattctl bonds` lists it once, bonded and
+            connected, `centrals` once; gattd logs both objects and removes neither; the
+            encrypted read and a value for it alone work over the new keys (before 5.80
+            bluetoothd holds values for the older object: --older-first).
   restarted after bluetoothd restarted: the same, `reply` is not subscribed before the
             central subscribes (no subscription survives the restart), and bluetoothd's
-            object, also in `central-subscribed`, is now dev_<identity>.
+            object, also in `central-subscribed`, is now dev_<identity>, the only one with
+            the identity, holding the newer bond (the central uses NEW_IRK).
   stranger  gattd forgot the bond (`gattctl bonds remove`): the central forgets gattd too
             and connects from an RPA; gattd (bondedOnly, pairing closed) drops it.
 """
