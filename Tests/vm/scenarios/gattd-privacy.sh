@@ -34,9 +34,10 @@
 # bluetoothd runs with Channels = 1 (configs/bluetoothd-privacy.conf). Times (whole run on
 # the host, run-suite's figure): passed twice in a row on both, 5.66 66 and 74 s, 5.82 69 and
 # 81 s (the whole `run-suite --bluez 5.66,5.82 gattd-privacy` 162 and 183 s, other helpers
-# working on the 2 cores). With phase 3 (the re-pair, issue 31): 5.66 54 s, 5.82 51 s
-# (scenario.log 47.8 and 44.9 s, the whole run-suite 127 s); phase 3 itself 9.5 and 11.9 s,
-# 13 and 18 s on 5.82 in earlier runs (a scan started again up to 7 times).
+# working on the 2 cores). With phase 3 (the re-pair, issue 31), passed twice in a row on
+# both: 5.66 54 and 52 s, 5.82 51 and 52 s (scenario.log 47.8, 46.7, 44.9, 45.7 s; the whole
+# run-suite 127 and 125 s); phase 3 itself 9.5 and 11.5 s on 5.66, 11.9 and 8.8 s on 5.82
+# (13 and 18 s on 5.82 in earlier runs, a scan started again up to 7 times).
 # Environment (run-guest --env): GATTD_BIN, GATTCTL_BIN (default: next to GATTD_BIN).
 set -uo pipefail
 VM=${GATTD_VM_DIR:?}
