@@ -29,8 +29,9 @@
 #   5. gattd forgets the bond (every object of the identity): the private central connects
 #      and is dropped.
 # Every value the central waits for differs from the one gattd holds (gattd notifies nobody
-# of a control set that leaves the value unchanged: the restart phase (now 4) once repeated phase 2's value
-# and failed on 5.66), and a value for all must show as the watch's `changed` event first.
+# of a control set that leaves the value unchanged: the restart phase, now 4, once repeated
+# phase 2's value and failed on 5.66), and a value for all must show as the watch's `changed`
+# event first.
 # bluetoothd runs with Channels = 1 (configs/bluetoothd-privacy.conf). Times (whole run on
 # the host, run-suite's figure): passed twice in a row on both, 5.66 66 and 74 s, 5.82 69 and
 # 81 s (the whole `run-suite --bluez 5.66,5.82 gattd-privacy` 162 and 183 s, other helpers
