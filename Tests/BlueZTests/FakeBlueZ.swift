@@ -503,13 +503,16 @@ extension FakeBlueZ {
 
     /// bluetoothd learned `device`'s identity (it bonded over a private address): `Address`
     /// and `AddressType` change in one `PropertiesChanged`, the path stays, and it is bonded.
-    func setIdentity(_ device: FakeDevice, _ address: String, type: String = "public") throws {
+    /// `bonded` false: the keys went to another object with that address (a phone that paired
+    /// again with a new IRK, where bluetoothd files the new keys under the older object).
+    func setIdentity(_ device: FakeDevice, _ address: String, type: String = "public", bonded: Bool = true) throws {
         device.address = address
         device.addressType = type
-        device.paired = true
         try connection.emitPropertiesChanged(
             path: device.path, interface: "org.bluez.Device1",
             changed: [("Address", .string(address)), ("AddressType", .string(type))])
+        guard bonded else { return }
+        device.paired = true
         try connection.emitPropertiesChanged(
             path: device.path, interface: "org.bluez.Device1", changed: [("Paired", .bool(true)), ("Bonded", .bool(true))])
     }
