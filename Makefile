@@ -88,6 +88,7 @@ check: toolchain
 	$(SWIFT) build $(SWIFT_FLAGS)
 	SWIFT=$(SWIFT) scripts/lint-swift
 	scripts/check-architecture
+	scripts/check-architecture --self-test
 	$(SWIFT) test $(SWIFT_FLAGS)
 	@$(MAKE) --no-print-directory check-config
 	$(PYTHON) Tests/BLEModelTests/check_schema.py
@@ -105,6 +106,7 @@ lint-swift: toolchain
 # docs/architecture.md's module graph is the one the imports draw.
 check-architecture:
 	scripts/check-architecture
+	scripts/check-architecture --self-test
 
 # As root, `swift test` runs everything; otherwise the tests that need root (StateStoreTests'
 # full-disk and read-only tmpfs cases, skipped and reported so) run again through sudo.

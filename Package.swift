@@ -60,9 +60,14 @@ let package = Package(
         .target(
             name: "Control",
             dependencies: [
-                "ControlAPI", "DBusKit", "BLEModel", "DaemonCore", "BlueZ", "Mainloop", "SystemCalls",
+                "ControlAPI", "DBusKit", "BLEModel", "DaemonCore", "BlueZ",
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "Doctor",
+            dependencies: ["BLEModel", "ControlAPI", "DBusKit", "DaemonCore", "Mainloop", "SystemCalls"],
             swiftSettings: strict
         ),
         .target(
@@ -73,8 +78,8 @@ let package = Package(
         .executableTarget(
             name: "gattd",
             dependencies: [
-                "BlueZ", "Control", "ControlAPI", "DaemonCore", "BLEModel", "DBusKit", "Mainloop", "SystemCalls",
-                "SystemdKit",
+                "BlueZ", "Control", "ControlAPI", "DaemonCore", "BLEModel", "DBusKit", "Doctor", "Mainloop",
+                "SystemCalls", "SystemdKit",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -129,6 +134,11 @@ let package = Package(
                 "Control", "ControlAPI", "BlueZ", "BLEModel", "DBusKit", "DaemonCore", "Mainloop", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "DoctorTests",
+            dependencies: ["Doctor", "BLEModel", "ControlAPI", "DBusKit"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -88,18 +88,3 @@ public enum AdvertisementChanges {
         ConfigurationErrors(issues: issues)
     }
 }
-
-extension JSONValue {
-    /// Compact JSON text of the value, members in their order; numbers as written.
-    public var canonicalText: String {
-        switch kind {
-        case .null: "null"
-        case .bool(let flag): flag ? "true" : "false"
-        case .number(let number): number.literal
-        case .string(let text): jsonQuoted(text)
-        case .array(let elements): "[" + elements.map(\.canonicalText).joined(separator: ",") + "]"
-        case .object(let members):
-            "{" + members.map { jsonQuoted($0.key) + ":" + $0.value.canonicalText }.joined(separator: ",") + "}"
-        }
-    }
-}

@@ -118,7 +118,7 @@ extension Advertiser {
             reason += "; " + KnownProblems.explanation(cause)
             metadata["known.problem"] = "\(cause.problem.id)"
         }
-        slot.state = .refused(reason)
+        slot.state = .refused(reason, refusal)
         logger.error("advertisement not registered: \(reason)", metadata: metadata)
         if error.name == DBusError.Name.noReply { after(Self.releaseBackoff) { self.register(slot) } }
         onSettled?()

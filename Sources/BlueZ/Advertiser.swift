@@ -22,8 +22,9 @@ public final class Advertiser {
         case waitingForAdapter
         case registering
         case advertising
-        /// bluetoothd refused it; the reason in plain words.
-        case refused(String)
+        /// bluetoothd refused it: the reason in plain words, and bluetoothd's answer as it
+        /// came (what `gattd --doctor` matches against the known problems).
+        case refused(String, Refusal)
         /// Its `timeout` ran out; not registered again until gattd restarts or it is updated.
         case expired
     }

@@ -25,7 +25,9 @@ public final class BlueZRegistrar {
         case waitingForAdapter(String?)
         case registering(adapter: String)
         case registered(adapter: String)
-        case failed(adapter: String, reason: String)
+        /// bluetoothd refused the application: the reason in plain words, and its answer as
+        /// it came (what `gattd --doctor` matches against the known problems).
+        case failed(adapter: String, reason: String, refusal: Refusal)
     }
 
     public private(set) var state: State = .starting {
@@ -142,7 +144,7 @@ public final class BlueZRegistrar {
                     metadata["known.problem"] = "\(cause.problem.id)"
                 }
                 self.logger.error("bluetoothd refused the GATT application: \(reason)", metadata: metadata)
-                self.state = .failed(adapter: name, reason: reason)
+                self.state = .failed(adapter: name, reason: reason, refusal: refusal)
                 if error.name == DBusError.Name.noReply {
                     self.scheduleRetry { self.register() }
                 }
@@ -270,7 +272,7 @@ extension BlueZRegistrar.State {
         case .waitingForAdapter(let name): return "waiting for adapter \(name ?? "with GattManager1")"
         case .registering(let adapter): return "registering on \(adapter)"
         case .registered(let adapter): return "serving on \(adapter)"
-        case .failed(let adapter, let reason): return "bluetoothd refused the application on \(adapter): \(reason)"
+        case .failed(let adapter, let reason, _): return "bluetoothd refused the application on \(adapter): \(reason)"
         }
     }
 }

@@ -52,15 +52,19 @@ public final class CentralWatch {
         var trusted = false
         /// When gattd saw it connect, or learned it was connected (Unix time, seconds).
         var connectedSince: Int64?
+        /// When gattd saw it take its current `Address` (a count: larger is later; 0 for
+        /// an object found when gattd learned the adapter), so that of two objects with one
+        /// address the newer stands for the central.
+        var learned = 0
 
         /// A bond is kept: `Bonded`, or `Paired` where bluetoothd does not say `Bonded`.
         var isBonded: Bool { bonded ?? paired }
     }
 
-    /// A central bluetoothd keeps a bond with (`gattctl bonds`).
+    /// A central bluetoothd keeps a bond with (`gattctl bonds`), one per address.
     public struct Bond: Equatable, Sendable {
-        /// The object that holds the bond (where bluetoothd keeps two for one address, the
-        /// connected one, else the bonded one).
+        /// The object that stands for it (where bluetoothd keeps two for one address, the
+        /// connected one, else the bonded one, else the newer).
         public var device: String
         public var address: String
         /// `public` or `random` (a static random identity), when bluetoothd says.
@@ -109,6 +113,8 @@ public final class CentralWatch {
     private let session: BlueZSession
     private let logger: Logger
     private var centrals: [String: Central] = [:]
+    /// The last `Central.learned` given.
+    private var learnedCount = 0
 
     public init(connection: BusConnection, session: BlueZSession, logger: Logger) {
         self.connection = connection
@@ -173,6 +179,8 @@ public final class CentralWatch {
             centrals[object.path.rawValue] = central
         }
         for (device, address) in foundConnected.sorted(by: { $0.0 < $1.0 }) { onFoundConnected?(device, address) }
+        let addresses = Set(centrals.values.compactMap { $0.address?.uppercased() })
+        for address in addresses.sorted() { reportShared(address) }
     }
 
     /// How bluetoothd shares notify sockets, from the names of the adapter's properties
@@ -202,7 +210,15 @@ public final class CentralWatch {
 
     private func update(_ device: String, _ changed: [String: DBusValue]) {
         var central = centrals[device] ?? Central()
-        if let address = changed["Address"]?.asString { central.address = address }
+        var newAddress = false
+        if let address = changed["Address"]?.asString {
+            newAddress = address.uppercased() != central.address?.uppercased()
+            central.address = address
+        }
+        if newAddress {
+            learnedCount += 1
+            central.learned = learnedCount
+        }
         if let type = changed["AddressType"]?.asString { central.addressType = type }
         if let name = changed["Name"]?.asString { central.name = name }
         if let paired = changed["Paired"]?.asBool { central.paired = paired }
@@ -216,7 +232,48 @@ public final class CentralWatch {
             ask(device)
         }
         centrals[device] = central
+        if central.connected, newAddress || !wasConnected, let address = central.address {
+            endStaleLinks(address, keeping: device)
+        }
         announce(device)
+        if newAddress, let address = central.address { reportShared(address.uppercased(), newer: device) }
+    }
+
+    /// A central with `address` has its link on `keeping` now: another object with that
+    /// address that still says `Connected` stands for a link that has ended, since one
+    /// address has one LE link at a time. bluetoothd before 5.80 leaves the newer object of a
+    /// re-paired phone `Connected` when its link ends (it files the end under the older
+    /// object, docs/bluez-contract.md §12); gattd takes that link as ended (disconnected,
+    /// announced) when the address connects again, so a value for the address goes to the
+    /// live link. bluetoothd's own `Connected` for that object, if it ever comes, changes
+    /// nothing more.
+    private func endStaleLinks(_ address: String, keeping device: String) {
+        let key = address.uppercased()
+        let stale = centrals.filter { $0.key != device && $0.value.connected && $0.value.address?.uppercased() == key }
+        for other in stale.keys.sorted() {
+            logger.notice(
+                "a central's address connected on another object: its old link is taken as ended",
+                metadata: ["address": "\(address)", "device": "\(device)", "ended": "\(other)"])
+            centrals[other]?.connected = false
+            centrals[other]?.connectedSince = nil
+            announce(other)
+        }
+    }
+
+    /// bluetoothd keeps more than one object with `address` (a phone that paired again
+    /// with a new IRK: the new object takes the identity the old one has, bluez/bluez
+    /// #1095): says so, once for each object that joins them. gattd removes none of them:
+    /// `RemoveDevice` on the older object removes the keys stored for the address and drops
+    /// its link, so the newer bond would go with it (docs/bluez-contract.md §12).
+    private func reportShared(_ address: String, newer: String? = nil) {
+        let sharing = devices(address: address)
+        guard sharing.count > 1, let standing = sharing.last else { return }
+        logger.notice(
+            "central paired again (new IRK): bluetoothd keeps several objects for its address, gattd removes none",
+            metadata: [
+                "address": "\(address)", "device": "\(newer ?? standing)", "standing": "\(standing)",
+                "others": "\(sharing.filter { $0 != standing })",
+            ])
     }
 
     /// Tells `onEvent` what changed in the name a program knows `device` by: connected
@@ -285,44 +342,54 @@ public final class CentralWatch {
         }
     }
 
-    /// The centrals bluetoothd keeps a bond (or a pairing) with, one per address: where
+    /// The centrals bluetoothd keeps a bond (or a pairing) with, one per address. Where
     /// bluetoothd keeps two objects for one address (a phone that paired again with a new
-    /// IRK), the connected one, else the bonded one.
+    /// IRK), they are one central, since bluetoothd and the kernel keep keys by address: the
+    /// entry names the object that stands for it (the connected one, else the bonded one,
+    /// else the newer) and is paired, bonded, trusted or connected when any of them is
+    /// (bluetoothd may file the new keys under the older object while the newer carries the link).
     public var bonds: [Bond] {
-        var chosen: [String: (String, Central)] = [:]
-        for (device, central) in centrals where central.isBonded || central.paired {
+        var groups: [String: [(device: String, central: Central)]] = [:]
+        for (device, central) in centrals {
             guard let address = central.address else { continue }
-            let key = address.uppercased()
-            if let (other, current) = chosen[key], Self.rank(current, other) >= Self.rank(central, device) { continue }
-            chosen[key] = (device, central)
+            groups[address.uppercased(), default: []].append((device, central))
         }
-        return chosen.values.map { device, central in
-            Bond(
+        return groups.values.compactMap { group in
+            guard group.contains(where: { $0.central.isBonded || $0.central.paired }),
+                let (device, central) = group.max(by: { Self.rank($0.central, $0.device) < Self.rank($1.central, $1.device) })
+            else { return nil }
+            return Bond(
                 device: device, address: central.address ?? "", addressType: central.addressType, name: central.name,
-                paired: central.paired, bonded: central.isBonded, trusted: central.trusted, connected: central.connected)
+                paired: group.contains { $0.central.paired }, bonded: group.contains { $0.central.isBonded },
+                trusted: group.contains { $0.central.trusted }, connected: group.contains { $0.central.connected })
         }.sorted { $0.address < $1.address }
     }
 
     /// Which of two objects with one address stands for it: connected, then bonded, then
-    /// paired; then the path, so the choice does not depend on the order of a dictionary.
-    private static func rank(_ central: Central, _ device: String) -> (Int, Int, Int, String) {
-        (central.connected ? 1 : 0, central.isBonded ? 1 : 0, central.paired ? 1 : 0, device)
+    /// paired, then the newer (the one that took the address later); then the path, so the
+    /// choice does not depend on the order of a dictionary.
+    private static func rank(_ central: Central, _ device: String) -> (Int, Int, Int, Int, String) {
+        (central.connected ? 1 : 0, central.isBonded ? 1 : 0, central.paired ? 1 : 0, central.learned, device)
     }
 
     /// The centrals connected now, by address.
+    /// Paired, bonded and trusted as in `bonds`: where bluetoothd keeps two objects for
+    /// the address, the keys may sit on the one not connected.
     public var connected: [Connected] {
-        centrals.compactMap { device, central in
+        let bonds = Dictionary(self.bonds.map { ($0.address.uppercased(), $0) }, uniquingKeysWith: { first, _ in first })
+        return centrals.compactMap { device, central in
             guard central.connected, let address = central.address else { return nil }
+            let bond = bonds[address.uppercased()]
             return Connected(
                 device: device, address: address, addressType: central.addressType, name: central.name,
-                paired: central.paired, bonded: central.isBonded, trusted: central.trusted,
-                since: central.connectedSince ?? 0)
+                paired: central.paired || bond?.paired == true, bonded: central.isBonded || bond?.bonded == true,
+                trusted: central.trusted || bond?.trusted == true, since: central.connectedSince ?? 0)
         }.sorted { $0.address < $1.address }
     }
 
     /// The device object of the connected central with `address` (any case).
     public func connectedDevice(address: String) -> String? {
-        centrals.filter { $0.value.connected && $0.value.address?.uppercased() == address.uppercased() }.keys.min()
+        devices(address: address).last.flatMap { centrals[$0]?.connected == true ? $0 : nil }
     }
 
     /// The address bluetoothd gives the central at `device` now (`Address`), if gattd knows it.
@@ -338,7 +405,7 @@ public final class CentralWatch {
     public func isBonded(_ device: String) -> Bool { centrals[device]?.isBonded ?? false }
 
     /// The device object that stands for the central with `address` (any case), if
-    /// bluetoothd knows it: as in `bonds`, the connected one, else the bonded one.
+    /// bluetoothd knows it: as in `bonds`, the connected one, else the bonded one, else the newer.
     public func device(address: String) -> String? {
         devices(address: address).last
     }

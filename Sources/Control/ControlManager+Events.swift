@@ -29,6 +29,18 @@ extension ControlManager {
         }
     }
 
+    /// What the pairing reports: `PasskeyDisplayed`, `PairingConfirmation`, `PairingChanged`.
+    public func pairingEvent(_ event: Pairing.Event) {
+        switch event {
+        case .passkey(let device, let address, let passkey):
+            passkeyEvent(device: device, address: address, passkey: passkey)
+        case .confirmation(let device, let address, let passkey):
+            confirmationEvent(device: device, address: address, passkey: passkey)
+        case .window(let open, let secondsLeft):
+            pairingEvent(open: open, secondsLeft: secondsLeft)
+        }
+    }
+
     /// `AdapterChanged(s adapter, s state)`: `present`, `gone`, `powered`, `unpowered`.
     public func adapterEvent(adapter: String?, state: String) {
         if state == "present" { currentAdapter = adapter }

@@ -86,18 +86,32 @@ extension ControlManager {
     /// `RemoveBond(s address)`: bluetoothd forgets the central and its keys; it must pair
     /// again. Every object bluetoothd keeps with that address goes (two after a phone paired
     /// again with a new IRK), the one standing for it last; only those known when the call
-    /// came, so a bond made meanwhile is not touched.
+    /// came. bluetoothd removes keys by address, so once an object the call did not know
+    /// comes with that address (the phone paired again meanwhile), gattd removes no more:
+    /// the next removal would take that newer bond too.
     func removeBond(address: String, call: MethodCall) {
         guard let centrals = port.centrals, centrals.bonds().contains(where: { $0.address.uppercased() == address.uppercased() })
         else {
             return refuse(call, .unknownBond(address))
         }
-        removeDevices(centrals.devices(address), address: address, centrals: centrals, call: call)
+        let devices = centrals.devices(address)
+        removeDevices(devices, known: Set(devices), address: address, centrals: centrals, call: call)
     }
 
-    private func removeDevices(_ devices: [String], address: String, centrals: ControlPort.Centrals, call: MethodCall) {
+    private func removeDevices(
+        _ devices: [String], known: Set<String>, address: String, centrals: ControlPort.Centrals, call: MethodCall
+    ) {
         guard let device = devices.first else {
             logger.notice("bond removed", metadata: ["device": "\(address)", "sender": "\(call.sender ?? "?")"])
+            return call.reply()
+        }
+        let newer = centrals.devices(address).filter { !known.contains($0) }
+        if !newer.isEmpty {
+            logger.notice(
+                "bond removed; a newer object with its address came meanwhile and is left with the rest",
+                metadata: [
+                    "device": "\(address)", "newer": "\(newer)", "left": "\(devices)", "sender": "\(call.sender ?? "?")",
+                ])
             return call.reply()
         }
         centrals.remove(device) { [self] error in
@@ -108,7 +122,7 @@ extension ControlManager {
                 call.fail(ControlError.failed("bluetoothd did not remove \(address): \(error.message)").dbusError)
                 return
             }
-            removeDevices(Array(devices.dropFirst()), address: address, centrals: centrals, call: call)
+            removeDevices(Array(devices.dropFirst()), known: known, address: address, centrals: centrals, call: call)
         }
     }
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 
+import BLEModel
 import BlueZ
 import ControlAPI
 import DBusKit
@@ -16,7 +17,8 @@ extension ControlManager {
     /// `GetStatus`: `Version` s, `Adapter` s ("" while none), `Registered` b,
     /// `Registration` s (in words), `Advertisements` a{ss} (id -> state), `Advertising` as
     /// (ids on air), `Subscriptions` u (characteristics with a subscriber), `LastError` s
-    /// ("" when none), then `Pairing` s (mode), `Pairable` s, `PairingOpen` b,
+    /// ("" when none), `Refusals` aa{sv} (bluetoothd's refusals as data: `describe(_:)`),
+    /// then `Pairing` s (mode), `Pairable` s, `PairingOpen` b,
     /// `PairingSecondsLeft` u (the last three only when gattd pairs) and `BondedOnly` b.
     func status() -> DBusValue {
         var adapter = ""
@@ -25,7 +27,7 @@ extension ControlManager {
         case .registered(let name):
             adapter = name
             registered = true
-        case .registering(let name), .failed(let name, _):
+        case .registering(let name), .failed(let name, _, _):
             adapter = name
         case .waitingForAdapter, .starting, .waitingForBlueZ, .discovering:
             break
@@ -35,7 +37,11 @@ extension ControlManager {
             DBusDictionaryEntry(key: .string(entry.id), value: .string(Self.describe(entry.state)))
         }
         var lastError = self.lastError ?? ""
-        if case .failed = registration { lastError = registration.summary }
+        var refusals: [Refusal] = states.compactMap { if case .refused(_, let refusal) = $0.state { refusal } else { nil } }
+        if case .failed(_, _, let refusal) = registration {
+            lastError = registration.summary
+            refusals.insert(refusal, at: 0)
+        }
         return ControlKey.dictionary([
             (.version, .string(version)),
             (.adapter, .string(adapter)),
@@ -45,7 +51,17 @@ extension ControlManager {
             (.advertising, .stringArray(states.filter { $0.state == .advertising }.map(\.id))),
             (.subscriptions, .uint32(UInt32(clamping: database.subscribedCount))),
             (.lastError, .string(lastError)),
+            (.refusals, .array(elementSignature: "a{sv}", refusals.map(Self.describe))),
         ] + pairingStatus())
+    }
+
+    /// One of `Refusals`: `Subject` s (`application`, `advertisement`), `ErrorName` s and
+    /// `Message` s, bluetoothd's answer as it came.
+    static func describe(_ refusal: Refusal) -> DBusValue {
+        ControlKey.dictionary([
+            (.subject, .string(refusal.subject.rawValue)), (.errorName, .string(refusal.errorName)),
+            (.message, .string(refusal.message)),
+        ])
     }
 
     /// `advertising`, `disabled`, `waiting-for-adapter`, `registering`, `expired`, or
@@ -56,7 +72,7 @@ extension ControlManager {
         case .waitingForAdapter: "waiting-for-adapter"
         case .registering: "registering"
         case .advertising: "advertising"
-        case .refused(let reason): "refused: \(reason)"
+        case .refused(let reason, _): "refused: \(reason)"
         case .expired: "expired"
         }
     }

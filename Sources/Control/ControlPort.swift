@@ -175,13 +175,13 @@ extension ControlPort {
         let application = peripheral.application
         self.init(
             advertising: Advertising(peripheral.advertiser), security: security,
-            pairingWindow: pairing.controlWindow, centrals: Centrals(peripheral.centrals),
+            pairingWindow: pairing.window.map(Window.init), centrals: Centrals(peripheral.centrals),
             acquiredSockets: { [unowned application] id in application.acquiredSockets(of: id) },
             sendToCentrals: { [unowned application] attribute, value, targets in
                 application.send(attribute, value: value, to: targets)
             },
             centralSubscriptions: { [unowned application] in application.centralSubscriptions() },
             characteristicHandles: { [unowned application] in application.currentHandles.characteristics },
-            confirmations: pairing.controlConfirmations)
+            confirmations: pairing.confirmations.map(Confirmations.init))
     }
 }

@@ -21,6 +21,12 @@ public enum ControlKey: String, CaseIterable, Sendable {
     case pairingOpen = "PairingOpen"
     case pairingSecondsLeft = "PairingSecondsLeft"
     case bondedOnly = "BondedOnly"
+    /// bluetoothd's refusals of what gattd registered, each an `a{sv}` of `Subject`,
+    /// `ErrorName` and `Message`: what `gattd --doctor` reads (data, not the words above).
+    case refusals = "Refusals"
+    case subject = "Subject"
+    case errorName = "ErrorName"
+    case message = "Message"
     // ListCharacteristics
     case id = "Id"
     case service = "Service"

@@ -4,8 +4,8 @@ public import BLEModel
 
 /// The decisions of the `security` object (docs/security.md), apart from the agent and
 /// the pairing window that carry them out: whether a central that connects may stay
-/// (`bondedOnly`), and how a passkey reaches the `onPasskey` program. Pure; the control
-/// module's `Pairing` asks it and acts.
+/// (`bondedOnly`), and how a passkey reaches the `onPasskey` program. Pure; `Pairing`
+/// (BlueZ) asks it and acts.
 public struct PairingPolicy: Sendable, Equatable {
     public let definition: SecurityDefinition
 

@@ -59,16 +59,24 @@ public struct RuntimeFactory {
     public var timers: UpdateTimers { scheduling.timers }
     /// Learns the MTU from centrals' requests; one for the daemon's life, so it carries over.
     public let mtu: MTUTracker
+    /// Where the value sources come from, given the runtime's loop and persistence: the
+    /// daemon's (`UpdateScheduler.daemonSources`), or a test's own sources.
+    public let sources: Sources
     public let logger: Logger
+
+    /// Makes, for a runtime's loop and persistence, the source of each characteristic with
+    /// an `update` (by its id).
+    public typealias Sources = (EventLoop, Persistence?) -> (String, UpdateSource) -> any ValueSource
 
     public init(
         loop: EventLoop, state: StateKeeping, scheduling: RuntimeScheduling? = nil, mtu: MTUTracker = MTUTracker(),
-        logger: Logger
+        sources: @escaping Sources = UpdateScheduler.daemonSources, logger: Logger
     ) {
         self.loop = loop
         self.state = state
         self.scheduling = scheduling ?? .loop(loop)
         self.mtu = mtu
+        self.sources = sources
         self.logger = logger
     }
 
@@ -157,16 +165,16 @@ public struct RuntimeFactory {
         return persistence
     }
 
-    /// The value sources of `configuration`: counters resume from and record to
-    /// `persistence`; every value is set in `database`, and the room in a notification
-    /// queue is asked of `notifier`.
+    /// The value sources of `configuration`, made by `sources` (the daemon's: counters resume
+    /// from and record to `persistence`); every value is set in `database`, and the room in
+    /// a notification queue is asked of `notifier`.
     private func makeUpdates(
         _ configuration: Configuration, _ database: AttributeDatabase, _ persistence: Persistence?,
         _ notifier: Notifier
     ) -> UpdateScheduler {
         UpdateScheduler(
             configuration: configuration, database: database, notifier: notifier, timers: timers, logger: logger,
-            makeSource: UpdateScheduler.daemonSources(loop: loop, persistence: persistence))
+            makeSource: sources(loop, persistence))
     }
 }
 

@@ -17,32 +17,13 @@ public final class UpdateScheduler {
     private let timers: UpdateTimers
     private var started = false
 
-    /// The daemon's: the characteristics of `database`, each value set in it, and the room
-    /// in a notification queue asked of `notifier`: the pieces of one `Runtime`
-    /// (`RuntimeFactory` builds them together), which the `RequestService` serves by the
-    /// time the timers start. `makeSource` builds the source of each characteristic with
-    /// an `update`.
-    public convenience init(
+    /// The characteristics of `database`, each value set in it, and the room in a
+    /// notification queue asked of `notifier`: the pieces of one `Runtime` (`RuntimeFactory`
+    /// builds them together), which the `RequestService` serves by the time the timers
+    /// start. `makeSource` builds the source of each characteristic with an `update`
+    /// (the daemon's: `daemonSources`).
+    public init(
         configuration: Configuration, database: AttributeDatabase, notifier: Notifier, timers: UpdateTimers,
-        logger: Logger, makeSource: (String, UpdateSource) -> any ValueSource
-    ) {
-        self.init(
-            configuration: configuration, database: database, target: .runtime(database, notifier), timers: timers,
-            logger: logger, makeSource: makeSource)
-    }
-
-    /// The scheduler alone, setting values in `database` directly (tests of the timers).
-    public convenience init(
-        configuration: Configuration, database: AttributeDatabase, timers: UpdateTimers, logger: Logger,
-        makeSource: (String, UpdateSource) -> any ValueSource
-    ) {
-        self.init(
-            configuration: configuration, database: database, target: .database(database), timers: timers,
-            logger: logger, makeSource: makeSource)
-    }
-
-    private init(
-        configuration: Configuration, database: AttributeDatabase, target: ValueUpdater.Target, timers: UpdateTimers,
         logger: Logger, makeSource: (String, UpdateSource) -> any ValueSource
     ) {
         self.database = database
@@ -51,7 +32,7 @@ public final class UpdateScheduler {
             guard let update = characteristic.update, let attribute = database[characteristic.id] else { continue }
             let updater = ValueUpdater(
                 attribute: attribute, definition: update, source: makeSource(characteristic.id, update.source),
-                target: target, logger: logger)
+                database: database, notifier: notifier, logger: logger)
             updaters[characteristic.id] = updater
         }
         database.observeSubscriptions { [weak self] attribute in self?.subscriptionChanged(attribute) }
@@ -59,7 +40,7 @@ public final class UpdateScheduler {
 
     /// The daemon's sources: counters resume from and record to `persistence`, random
     /// sources are seeded from the kernel, commands run on `loop`.
-    public static func daemonSources(loop: EventLoop, persistence: Persistence?) -> (String, UpdateSource) -> any ValueSource {
+    public static func daemonSources(_ loop: EventLoop, _ persistence: Persistence?) -> (String, UpdateSource) -> any ValueSource {
         { id, source in
             switch source {
             case .counter(let start, let step, let min, let max):

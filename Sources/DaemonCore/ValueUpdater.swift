@@ -17,7 +17,12 @@ public final class ValueUpdater {
     public let attribute: Attribute
     public let definition: UpdateDefinition
     public let source: any ValueSource
-    private let target: Target
+    /// Where the values go: the database of the runtime the updater belongs to, whose
+    /// notifier says whether the characteristic's notification queue takes another value.
+    /// The runtime owns the updaters and holds them no other way, so neither keeps the
+    /// other alive.
+    private let database: AttributeDatabase
+    private let notifier: Notifier
     private let failures: FailureLog
     private var cancelTimer: (() -> Void)?
     /// Ticks handled (readings requested).
@@ -26,27 +31,20 @@ public final class ValueUpdater {
     public private(set) var skippedTicks = 0
     /// Values set successfully.
     public private(set) var updates = 0
-    /// Where the values go: the database of the runtime the updater belongs to, whose
-    /// notifier says whether the characteristic's notification queue takes another value
-    /// (the daemon's: the runtime owns the updaters, and holds them no other way, so neither
-    /// keeps the other alive); or, for tests of the scheduler alone, a bare database (always
-    /// room).
-    public enum Target {
-        case runtime(AttributeDatabase, Notifier)
-        case database(AttributeDatabase)
-    }
     /// What a reading lands in; made once, not a new closure (and weak reference) per tick.
     private lazy var landReading: (Result<SourceReading, SourceFailure>) -> Void = { [weak self] result in
         self?.apply(result)
     }
 
     public init(
-        attribute: Attribute, definition: UpdateDefinition, source: any ValueSource, target: Target, logger: Logger
+        attribute: Attribute, definition: UpdateDefinition, source: any ValueSource, database: AttributeDatabase,
+        notifier: Notifier, logger: Logger
     ) {
         self.attribute = attribute
         self.definition = definition
         self.source = source
-        self.target = target
+        self.database = database
+        self.notifier = notifier
         failures = FailureLog(logger: logger, metadata: ["gatt.id": "\(attribute.id)"])
     }
 
@@ -111,17 +109,10 @@ public final class ValueUpdater {
         failures.succeeded("value source works again")
     }
 
-    private var hasRoom: Bool {
-        switch target {
-        case .runtime(_, let notifier): notifier.hasRoom(attribute)
-        case .database: true
-        }
-    }
+    private var hasRoom: Bool { notifier.hasRoom(attribute) }
 
     private func set(_ bytes: [UInt8], origin: ValueChangeOrigin) -> Result<Void, GATTError> {
-        switch target {
-        case .runtime(let database, _), .database(let database): database.set(attribute, to: bytes, origin: origin)
-        }
+        database.set(attribute, to: bytes, origin: origin)
     }
 
     private func render(_ reading: SourceReading) throws(ValueEncodingError) -> [UInt8] {

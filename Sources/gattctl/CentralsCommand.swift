@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 import ArgumentParser
+import BLEModel
 import ControlAPI
 import DBusKit
 import Glibc
@@ -28,7 +29,7 @@ struct CentralsCommand: ParsableCommand {
         let client = try ControlClient()
         let centrals = try client.call(.listCentrals).first?.asArray ?? []
         let channels = try ChannelList(client)
-        var objects: [JSONText.Value] = []
+        var objects: [JSONValue] = []
         for central in centrals {
             let value = { (key: ControlKey) in central.variantDictionaryValue(key.rawValue) }
             let address = value(.address)?.asString ?? ""

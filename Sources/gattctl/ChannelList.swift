@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 
+import BLEModel
 import ControlAPI
 import DBusKit
 
@@ -56,7 +57,7 @@ struct ChannelList {
         }
     }
 
-    var json: JSONText.Value {
+    var json: JSONValue {
         .array(
             channels.map { channel in
                 .object([

@@ -96,7 +96,7 @@ struct CharacteristicItem {
         return "0x" + String(repeating: "0", count: 4 - digits.count) + digits
     }
 
-    var json: JSONText.Value {
+    var json: JSONValue {
         .object(
             [
                 ("id", .string(id)), ("service", .string(service)), ("uuid", .string(uuid)),

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 
 import ArgumentParser
+import BLEModel
 import ControlAPI
 import DBusKit
 
@@ -133,7 +134,7 @@ struct BondsCommand: ParsableCommand {
             return
         }
         let bonds = try client.call(.listBonds).first?.asArray ?? []
-        var objects: [JSONText.Value] = []
+        var objects: [JSONValue] = []
         for bond in bonds {
             let address = bond.variantDictionaryValue(ControlKey.address.rawValue)?.asString ?? ""
             let name = bond.variantDictionaryValue(ControlKey.name.rawValue)?.asString

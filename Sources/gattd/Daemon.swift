@@ -6,6 +6,7 @@ import Control
 import ControlAPI
 import DBusKit
 import DaemonCore
+import Doctor
 import Glibc
 import Logging
 import Mainloop
@@ -172,7 +173,8 @@ final class Daemon {
             }
         }
         centrals.onNotifySocketModel = { [unowned self] model in self.application.notifySocketModel = model }
-        security.start(control: control, centrals: centrals)
+        security.onEvent = { [unowned control] in control.pairingEvent($0) }
+        security.start(centrals: centrals)
         advertiser.onStateChange = { [unowned self] in self.control.advertisementEvent(id: $0, state: $1) }
         if let interval = systemd.watchdogInterval {
             // Pinged from the loop itself: a wedged loop stops the pings and systemd restarts us.

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 
 import BLEModel
-import Control
 import ControlAPI
 import DaemonCore
+import Doctor
 import Glibc
 import SystemdKit
 

@@ -157,14 +157,14 @@ struct DoctorTests {
     @Test("5.74/5.75 are named by version alone; a refusal from status is explained once")
     func handleRequired() {
         #expect(KnownProblems.diagnose(Self.facts(version: BlueZVersion(5, 74))).map(\.id) == ["gatt-handle-required"])
-        let statusRefusal = Refusal(
-            subject: .application, errorName: "",
-            message: "bluetoothd refused the application on hci0: Failed to create entry in database")
+        // As gattd's status gives it (`Refusals`): bluetoothd's error name and message.
+        let statusRefusal = Self.applicationRefusal
         let found = KnownProblems.diagnose(Self.facts(version: BlueZVersion(5, 75), refusals: [statusRefusal]))
         #expect(found.map(\.id) == ["gatt-handle-required"])
         let unexplained = KnownProblems.diagnose(Self.facts(version: BlueZVersion(5, 82), refusals: [statusRefusal]))
         #expect(unexplained.map(\.id) == ["gattd-refused"])
         #expect(unexplained.first?.severity == .problem)
+        #expect(unexplained.first?.evidence == "org.bluez.Error.Failed: Failed to create entry in database")
     }
 
     @Test("5.66 without SupportedCapabilities: two notes and no problem")

@@ -100,4 +100,17 @@ struct JSONParserTests {
         let value = try JSONParser.parse([0xEF, 0xBB, 0xBF] + Array("{\"a\": 1}".utf8))
         #expect(value["a"]?.numberValue?.int64Value == 1)
     }
+
+    @Test("the one writer: members in their order, escapes, numbers as written; its text parses back")
+    func writer() throws {
+        let value = JSONValue.object([
+            ("b", .number(-12)), ("a", .array([.string("x\"\n\u{1}é"), .bool(true), .null])),
+            ("none", .optional(nil as String?)), ("some", .optional(["y"])),
+        ])
+        #expect(value.canonicalText == #"{"b":-12,"a":["x\"\n\u0001é",true,null],"none":null,"some":["y"]}"#)
+        let parsed = try JSONParser.parse(Array(value.canonicalText.utf8))
+        #expect(parsed.canonicalText == value.canonicalText)
+        let literal = try JSONParser.parse(Array(#"[36.40, 1e3]"#.utf8))
+        #expect(literal.canonicalText == "[36.40,1e3]", "a parsed number keeps its literal")
+    }
 }

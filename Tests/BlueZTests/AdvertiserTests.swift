@@ -119,9 +119,10 @@ struct AdvertiserTests {
         #expect(f.startRegistered())
         #expect(f.advertiser.advertisingIDs.count == 1)
         let refused = try #require(f.advertiser.states.first { if case .refused = $0.state { true } else { false } })
-        guard case .refused(let reason) = refused.state else { return }
+        guard case .refused(let reason, let refusal) = refused.state else { return }
         #expect(reason.contains("no free advertising instance"))
         #expect(reason.contains("Maximum advertisements reached"))
+        #expect(refusal == Refusal(subject: .advertisement, errorName: "org.bluez.Error.NotPermitted", message: "Maximum advertisements reached"))
         #expect(f.clock.pendingCount == 0)
         f.clock.advance(by: .seconds(60))
         f.settle(bluez.connection)
@@ -151,7 +152,7 @@ struct AdvertiserTests {
             DBusError(name: "org.bluez.Error.Failed", message: "Failed to parse advertisement.")
         ]
         #expect(f.startRegistered())
-        let refused = f.advertiser.states.compactMap { if case .refused(let reason) = $0.state { reason } else { nil } }
+        let refused = f.advertiser.states.compactMap { if case .refused(let reason, _) = $0.state { reason } else { nil } }
         #expect(refused.count == 1)
         #expect(refused.first?.contains("bluetoothd could not parse it") == true)
         #expect(f.clock.pendingCount == 0)

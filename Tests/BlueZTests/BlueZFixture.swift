@@ -9,8 +9,8 @@ import TestSupport
 
 /// gattd's BlueZ side on a private bus, assembled as the daemon assembles it (`Peripheral`:
 /// the BlueZ session, the GATT application, the registrar, the advertiser and the central
-/// watch on one connection, following the session in the daemon's order), its back-offs on
-/// a `ManualScheduler`; `FakeBlueZ` instances play bluetoothd on their own connections, on
+/// watch on one connection, and the pairing, following the session in the daemon's order),
+/// its back-offs and pairing window on a `ManualScheduler`; `FakeBlueZ` instances play bluetoothd on their own connections, on
 /// the same loop.
 final class BlueZFixture {
     static let configurationText = """
@@ -49,15 +49,20 @@ final class BlueZFixture {
     var session: BlueZSession { peripheral.session }
     var registrar: BlueZRegistrar { peripheral.registrar }
     var advertiser: Advertiser { peripheral.advertiser }
+    /// Carries out `security` with the peripheral's pairing agent and window, as the
+    /// daemon's does; not started (`pairing.start(centrals:)`).
+    let pairing: Pairing
     /// Every state the registrar went through, in order.
     var registrarStates: [BlueZRegistrar.State] = []
 
-    init(configurationText: String = BlueZFixture.configurationText, preferredAdapter: String? = nil) throws {
+    init(
+        configurationText: String = BlueZFixture.configurationText, preferredAdapter: String? = nil,
+        logger: Logger = quietLogger
+    ) throws {
         bus = try PrivateBus()
         loop = try EventLoop()
         connection = try BusConnection(address: bus.address, loop: loop)
         configuration = try ConfigurationLoader.parse(Array(configurationText.utf8)).get().configuration
-        let logger = quietLogger
         // As the daemon builds it, with nothing saved and notifications paced by `clock`.
         factory = RuntimeFactory(
             loop: loop, state: .none,
@@ -68,8 +73,9 @@ final class BlueZFixture {
         peripheral = try Peripheral(
             configuration: configuration, served: configuration, service: service, connection: connection,
             preferredAdapter: preferredAdapter, loop: loop, logger: logger, clock: clock.clock)
+        pairing = Pairing(definition: configuration.security, peripheral: peripheral, loop: loop, logger: logger)
         peripheral.registrar.onStateChange = { [unowned self] in self.registrarStates.append($0) }
-        peripheral.follow()
+        peripheral.follow(pairing: { [unowned pairing] in pairing.handle($0) })
     }
 
     /// A bluetoothd that owns `org.bluez`, with the adapters named (GATT and advertising managers).

@@ -135,6 +135,85 @@ struct CentralWatchTests {
         #expect(w.watch.connectedDevice(address: identity) == newer.path.rawValue)
     }
 
+    @Test("a re-pair with a new IRK: one bond for the identity, named by the link's object, then by the bonded one")
+    func repairedWithNewIRK() throws {
+        let identity = "00:AA:01:01:00:01"
+        let w = try Watched { bluez in
+            try bluez.addDevice(identity, connected: false, paired: true)
+        }
+        let older = "/org/bluez/hci0/dev_00_AA_01_01_00_01"
+        // The new RPA: a new object; pairing gives it the identity, and bluetoothd files the
+        // keys under the older object (the first with that address), so it stays unpaired.
+        let rpa = "41:9E:0C:94:B8:B3"
+        let newer = try w.bluez.addDevice(rpa, addressType: "random")
+        #expect(w.f.run { w.events.count == 1 })
+        try w.bluez.setIdentity(newer, identity, bonded: false)
+        #expect(w.f.run { w.events.count == 2 })
+        #expect(
+            w.events.last
+                == .addressChanged(
+                    device: newer.path.rawValue, oldAddress: rpa, oldAddressType: "random", address: identity,
+                    addressType: "public", name: nil))
+        #expect(
+            w.watch.bonds
+                == [
+                    CentralWatch.Bond(
+                        device: newer.path.rawValue, address: identity, addressType: "public", name: nil, paired: true,
+                        bonded: true, trusted: false, connected: true)
+                ])
+        #expect(w.watch.devices(address: identity) == [older, newer.path.rawValue])
+        #expect(w.watch.connectedDevice(address: identity) == newer.path.rawValue)
+        #expect(w.watch.connected.map { [$0.device, $0.address, "\($0.bonded)"] } == [[newer.path.rawValue, identity, "true"]])
+        try w.bluez.setConnected(newer, false)
+        #expect(w.f.run { w.events.count == 3 })
+        #expect(w.events.last == .disconnected(device: newer.path.rawValue, address: identity, addressType: "public", name: nil))
+        // Not connected: the bonded one stands for it.
+        #expect(w.watch.bonds.map(\.device) == [older])
+        #expect(w.watch.bonds.map(\.connected) == [false])
+        #expect(w.watch.device(address: identity) == older)
+    }
+
+    @Test("before 5.80 the newer object keeps Connected after its link ended: the address connecting again ends it")
+    func staleLinkEndedByReturn() throws {
+        let identity = "00:AA:01:01:00:01"
+        var found: FakeDevice?
+        let w = try Watched { bluez in
+            found = try bluez.addDevice(identity, connected: false, paired: true)
+        }
+        let older = try #require(found)
+        let newer = try w.bluez.addDevice("41:9E:0C:94:B8:B3", addressType: "random")
+        try w.bluez.setIdentity(newer, identity, bonded: false)
+        #expect(w.f.run { w.events.count == 2 })
+        // The link ended; bluetoothd said nothing about the newer object. The phone returns
+        // and bluetoothd finds the older object for it.
+        try w.bluez.setConnected(older, true)
+        #expect(w.f.run { w.events.count == 4 })
+        #expect(
+            Array(w.events.suffix(2)) == [
+                .disconnected(device: newer.path.rawValue, address: identity, addressType: "public", name: nil),
+                .connected(device: older.path.rawValue, address: identity, addressType: "public", name: nil),
+            ])
+        #expect(w.watch.connected.map(\.device) == [older.path.rawValue])
+        #expect(w.watch.connectedDevice(address: identity) == older.path.rawValue)
+        #expect(w.watch.bonds.map(\.device) == [older.path.rawValue])
+    }
+
+    @Test("of two bonded objects with one address, neither connected, the one that took the address later stands for it")
+    func newerOfTwoBonded() throws {
+        let identity = "00:AA:01:01:00:03"
+        // The older sorts after the newer by path, so the path alone would choose it.
+        let w = try Watched { bluez in
+            try bluez.addDevice(identity, connected: false, paired: true, pathAddress: "7A:00:00:00:00:09")
+        }
+        let newer = try w.bluez.addDevice("7A:00:00:00:00:01", addressType: "random")
+        #expect(w.f.run { w.events.count == 1 })
+        try w.bluez.setIdentity(newer, identity)
+        try w.bluez.setConnected(newer, false)
+        #expect(w.f.run { w.events.count == 3 })
+        #expect(w.watch.bonds.map(\.device) == [newer.path.rawValue])
+        #expect(w.watch.devices(address: identity) == ["/org/bluez/hci0/dev_7A_00_00_00_00_09", newer.path.rawValue])
+    }
+
     @Test("Powered changes of the adapter are reported; devices of other adapters and other senders are not")
     func poweredAndForeignSignals() throws {
         let w = try Watched()

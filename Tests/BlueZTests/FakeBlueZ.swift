@@ -457,6 +457,8 @@ final class FakeDevice: DBusObject {
     var name: String?
     var connected: Bool
     var paired: Bool
+    /// `Disconnect` calls gattd made.
+    var disconnects = 0
 
     /// At `dev_<pathAddress>` (bluetoothd's name for it when it first saw it), else `dev_<address>`.
     init(adapter: String, address: String, pathAddress: String? = nil, name: String?, connected: Bool, paired: Bool) {
@@ -479,7 +481,10 @@ final class FakeDevice: DBusObject {
         }
     }
 
-    func handle(_ call: MethodCall) { call.reply() }
+    func handle(_ call: MethodCall) {
+        if call.member == "Disconnect" { disconnects += 1 }
+        call.reply()
+    }
 }
 
 extension FakeBlueZ {
@@ -498,13 +503,16 @@ extension FakeBlueZ {
 
     /// bluetoothd learned `device`'s identity (it bonded over a private address): `Address`
     /// and `AddressType` change in one `PropertiesChanged`, the path stays, and it is bonded.
-    func setIdentity(_ device: FakeDevice, _ address: String, type: String = "public") throws {
+    /// `bonded` false: the keys went to another object with that address (a phone that paired
+    /// again with a new IRK, where bluetoothd files the new keys under the older object).
+    func setIdentity(_ device: FakeDevice, _ address: String, type: String = "public", bonded: Bool = true) throws {
         device.address = address
         device.addressType = type
-        device.paired = true
         try connection.emitPropertiesChanged(
             path: device.path, interface: "org.bluez.Device1",
             changed: [("Address", .string(address)), ("AddressType", .string(type))])
+        guard bonded else { return }
+        device.paired = true
         try connection.emitPropertiesChanged(
             path: device.path, interface: "org.bluez.Device1", changed: [("Paired", .bool(true)), ("Bonded", .bool(true))])
     }

@@ -184,7 +184,8 @@ struct RegistrarTests {
         let noReply = DBusError(name: DBusError.Name.noReply, message: "Did not receive a reply")
         adapter.registerApplicationErrors = [noReply, noReply]
         f.start()
-        #expect(f.run { f.registrar.state == .failed(adapter: "hci0", reason: noReply.message) })
+        let refusal = Refusal(subject: .application, errorName: noReply.name, message: noReply.message)
+        #expect(f.run { f.registrar.state == .failed(adapter: "hci0", reason: noReply.message, refusal: refusal) })
         #expect(f.clock.nextDelay == .seconds(1))
         f.clock.advance(by: .milliseconds(999))
         f.settle(bluez.connection)
@@ -206,19 +207,18 @@ struct RegistrarTests {
             DBusError(name: "org.bluez.Error.Failed", message: "Failed to create entry in database")
         ]
         f.start()
-        // bluetoothd's answer for bluez/bluez #821 too: the reason names it as a possible cause.
+        // bluetoothd's answer for bluez/bluez #821 too: the reason names it as a possible cause;
+        // the answer itself is kept as it came, for gattd --doctor.
+        let refusal = Refusal(
+            subject: .application, errorName: "org.bluez.Error.Failed", message: "Failed to create entry in database")
         #expect(
             f.run {
                 f.registrar.state
                     == .failed(
                         adapter: "hci0",
                         reason: "Failed to create entry in database; "
-                            + KnownProblems.explanation(
-                                KnownProblems.cause(
-                                    of: Refusal(
-                                        subject: .application, errorName: "org.bluez.Error.Failed",
-                                        message: "Failed to create entry in database"),
-                                    kernel: nil, bluetoothd: nil)!))
+                            + KnownProblems.explanation(KnownProblems.cause(of: refusal, kernel: nil, bluetoothd: nil)!),
+                        refusal: refusal)
             })
         #expect(f.registrar.state.summary.contains("possibly known problem gatt-handle-required"))
         #expect(f.registrar.state.isSettled)

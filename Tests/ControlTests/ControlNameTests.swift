@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+import BLEModel
 import BlueZ
 import Control
 import ControlAPI
@@ -39,9 +40,16 @@ struct ControlNameTests {
         #expect(fixture.status("Registered")?.asBool == true)
         #expect(fixture.status("Subscriptions")?.asUInt32 == 1)
         #expect(fixture.status("LastError")?.asString == "")
-        fixture.manager.registrationChanged(.failed(adapter: "hci0", reason: "Failed"))
+        #expect(fixture.status("Refusals")?.asArray?.isEmpty == true)
+        let refusal = Refusal(subject: .application, errorName: "org.bluez.Error.Failed", message: "Failed")
+        fixture.manager.registrationChanged(.failed(adapter: "hci0", reason: "Failed", refusal: refusal))
         #expect(fixture.status("Registered")?.asBool == false)
         #expect(fixture.status("LastError")?.asString == "bluetoothd refused the application on hci0: Failed")
+        let refusals = try #require(fixture.status("Refusals")?.asArray)
+        #expect(refusals.count == 1)
+        #expect(refusals.first?.variantDictionaryValue("Subject")?.asString == "application")
+        #expect(refusals.first?.variantDictionaryValue("ErrorName")?.asString == "org.bluez.Error.Failed")
+        #expect(refusals.first?.variantDictionaryValue("Message")?.asString == "Failed")
     }
 }
 

@@ -84,6 +84,38 @@ struct ControlPortTests {
         #expect(hr.variantDictionaryValue("WriteSockets") == .uint32(1))
     }
 
+    @Test("RemoveBond removes every object of the address, and none once a newer one came meanwhile")
+    func removeBondStopsAtANewerObject() throws {
+        let address = "00:AA:01:01:00:01"
+        let bond = CentralWatch.Bond(
+            device: "/org/bluez/hci0/dev_B", address: address, name: nil, paired: true, bonded: true, trusted: false,
+            connected: false)
+        var objects = ["/org/bluez/hci0/dev_A", "/org/bluez/hci0/dev_B", "/org/bluez/hci0/dev_C"]
+        var removed: [String] = []
+        // After the first removal the phone pairs again: a new object with the address.
+        var pairsAgain = true
+        let centrals = ControlPort.Centrals(
+            bonds: { [bond] }, devices: { _ in objects }, address: { _ in address },
+            remove: { device, completion in
+                removed.append(device)
+                objects.removeAll { $0 == device }
+                if pairsAgain { objects.append("/org/bluez/hci0/dev_NEW") }
+                completion(nil)
+            },
+            connected: { [] }, connectedDevice: { _ in nil }, disconnect: { _, completion in completion(nil) })
+        let f = try ControlFixture { _ in ControlPort(centrals: centrals) }
+        #expect(f.start() == .owned)
+        #expect(try f.call("RemoveBond", [.string(address)])?.get() == [])
+        #expect(removed == ["/org/bluez/hci0/dev_A"], "the newer bond is left: removing B would unpair the address")
+        #expect(objects == ["/org/bluez/hci0/dev_B", "/org/bluez/hci0/dev_C", "/org/bluez/hci0/dev_NEW"])
+
+        objects = ["/org/bluez/hci0/dev_A", "/org/bluez/hci0/dev_B"]
+        removed = []
+        pairsAgain = false
+        #expect(try f.call("RemoveBond", [.string(address)])?.get() == [])
+        #expect(removed == ["/org/bluez/hci0/dev_A", "/org/bluez/hci0/dev_B"])
+    }
+
     @Test("without a pairing window in the port, OpenPairing is refused with the reason")
     func noWindowRefuses() throws {
         let f = try ControlFixture()

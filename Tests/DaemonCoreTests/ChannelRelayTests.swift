@@ -186,6 +186,33 @@ struct ChannelRelayTests {
         #expect(buffer.withUnsafeMutableBytes { SeqPacketSocket.receive(ends.central.test, into: $0) } == .closed)
     }
 
+    @Test("a datagram longer than the channel carries ends it, naming its real length")
+    func overReceiveMTU() throws {
+        let loop = try EventLoop()
+        let ends = try Ends()
+        var reason: String?
+        _ = ChannelRelay(
+            central: ends.central.relay, program: ends.program.relay, sendMTU: 100, receiveMTU: 1024, loop: loop
+        ) { reason = $0 }
+        // What fits first: it reaches the program whole; then one byte too many.
+        let fits = [UInt8](repeating: 1, count: 1024)
+        #expect(fits.withUnsafeBytes { SeqPacketSocket.send(ends.central.test, $0) } == .sent)
+        var buffer = [UInt8](repeating: 0, count: 2048)
+        #expect(loop.run(until: { Self.readable(ends.program.test) }, timeout: .seconds(10)))
+        let received = buffer.withUnsafeMutableBytes { SeqPacketSocket.receive(ends.program.test, into: $0) }
+        #expect(received == .datagram(count: 1024))
+        #expect(Array(buffer[..<1024]) == fits)
+        let big = [UInt8](repeating: 2, count: 1500)
+        #expect(big.withUnsafeBytes { SeqPacketSocket.send(ends.central.test, $0) } == .sent)
+        #expect(loop.run(until: { reason != nil }, timeout: .seconds(10)))
+        #expect(reason == "the central sent a datagram of 1500 bytes, more than the channel carries")
+    }
+
+    static func readable(_ fd: Int32) -> Bool {
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, 0) > 0
+    }
+
     @Test("an accepted channel's receive buffer grows to what gattd asks, as far as the kernel lets it")
     func receiveBuffer() throws {
         let ends = try Ends()

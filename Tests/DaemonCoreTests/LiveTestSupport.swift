@@ -13,12 +13,14 @@ func liveConfiguration(_ json: String) throws -> Configuration {
 
 /// A service and its runtime built by the factory as the daemon builds them, with nothing
 /// saved and all its time on `scheduler`: for suites that check reads, writes and
-/// notifications, not saves or hooks.
-func unsavedService(_ configuration: Configuration, scheduler: ManualScheduler) throws -> (
-    service: RequestService, runtime: Runtime
-) {
+/// notifications, not saves or hooks. `sources`: the value sources, the daemon's unless a
+/// test gives its own.
+func unsavedService(
+    _ configuration: Configuration, scheduler: ManualScheduler,
+    sources: @escaping RuntimeFactory.Sources = UpdateScheduler.daemonSources
+) throws -> (service: RequestService, runtime: Runtime) {
     let factory = RuntimeFactory(
-        loop: try EventLoop(), state: .none, scheduling: scheduler.scheduling, logger: quietLogger)
+        loop: try EventLoop(), state: .none, scheduling: scheduler.scheduling, sources: sources, logger: quietLogger)
     return factory.makeService(configuration)
 }
 

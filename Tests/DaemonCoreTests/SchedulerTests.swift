@@ -26,32 +26,18 @@ struct SchedulerTests {
         let database: AttributeDatabase
         let timers = ManualScheduler()
         let scheduler: UpdateScheduler
-        /// The runtime the factory built, when it did.
-        let runtime: Runtime?
+        /// The runtime the factory built.
+        let runtime: Runtime
         var notified: [String: [[UInt8]]] = [:]
 
-        /// The value sources as the daemon builds them (`RuntimeFactory`, nothing saved),
-        /// their timers on `timers`.
-        init(_ json: String = definition) throws {
-            let runtime = try unsavedService(try liveConfiguration(json), scheduler: timers).runtime
-            self.runtime = runtime
+        /// The value sources built by the factory (nothing saved), their timers on
+        /// `timers`: the daemon's sources, unless the test gives its own (`sources`).
+        init(_ json: String = definition, sources: @escaping RuntimeFactory.Sources = UpdateScheduler.daemonSources)
+            throws
+        {
+            runtime = try unsavedService(try liveConfiguration(json), scheduler: timers, sources: sources).runtime
             database = runtime.database
             scheduler = runtime.updates
-            observe()
-        }
-
-        /// The scheduler alone with the test's own sources, which the factory does not take.
-        init(makeSource: @escaping (String, UpdateSource) -> any ValueSource) throws {
-            let configuration = try liveConfiguration(definition)
-            runtime = nil
-            database = AttributeDatabase(configuration: configuration)
-            scheduler = UpdateScheduler(
-                configuration: configuration, database: database, timers: timers.updateTimers, logger: quietLogger,
-                makeSource: makeSource)
-            observe()
-        }
-
-        private func observe() {
             database.observeChanges { [unowned self] attribute, _ in
                 if attribute.isNotifying { self.notified[attribute.id, default: []].append(attribute.value) }
             }
@@ -123,8 +109,9 @@ struct SchedulerTests {
     @Test("a command still running when the next tick comes makes the tick skip")
     func busySourceSkips() throws {
         let source = HeldSource()
-        let f = try Fixture(makeSource: { id, _ in
-            id == "hr" ? source as any ValueSource : CounterSource(start: 0, step: 1, min: 0, max: 9)
+        let f = try Fixture(sources: { loop, persistence in
+            let daemons = UpdateScheduler.daemonSources(loop, persistence)
+            return { id, update in id == "hr" ? source : daemons(id, update) }
         })
         f.scheduler.start()
         f.database.setNotifying(f.database["hr"]!, true)

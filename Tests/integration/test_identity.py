@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""One name per central (issue 31): phones use resolvable private addresses (RPAs).
+"""One name per central (docs/control-api.md, "How centrals are named"): phones use
+resolvable private addresses (RPAs).
 
 bluetoothd keeps a phone that bonds over an RPA at `dev_<that RPA>` and only changes its
 `Address`/`AddressType` to the identity (one PropertiesChanged); a phone that pairs again
@@ -171,6 +172,30 @@ def test_a_phone_that_pairs_again_with_a_new_irk_is_one_bond(gattd, standin, man
                if " removed by " in str(line)]
     assert removed == [RPA_PATH, RPA2_PATH]
     wait_until(lambda: list(manager.ListBonds()) == [], 10, "the bond list to empty")
+
+
+def test_a_re_pair_where_the_keys_stay_on_the_older_object_is_one_bonded_central(gattd, standin, manager, private_bus):
+    """bluetoothd before 5.80 files the new keys under the older object (found first by
+    address) while the newer carries the link, `Paired` false (docs/bluez-contract.md §12):
+    still one bond, bonded and connected, named by the connected object; the central is
+    listed bonded; gattd logs the two objects and removes neither."""
+    standin.call("AddDevice", "hci0", IDENTITY, IDENTITY, "public", False, True)
+    standin.call("AddDevice", "hci0", RPA2, RPA2, "random", True, False)
+    standin.call("SetDeviceIdentity", RPA2_PATH, IDENTITY, "public", False)
+    older = "/org/bluez/hci0/dev_00_AA_01_01_00_01"
+
+    def one_bond():
+        bonds = list(manager.ListBonds())
+        return len(bonds) == 1 and bool(bonds[0]["Connected"])
+    wait_until(one_bond, 10, "one bond for the identity, the connected object")
+    [bond] = manager.ListBonds()
+    assert (str(bond["Address"]), str(bond["Device"]), bool(bond["Bonded"]), bool(bond["Paired"])) == (
+        IDENTITY, RPA2_PATH, True, True)
+    [central] = manager.ListCentrals()
+    assert (str(central["Address"]), str(central["Device"]), bool(central["Bonded"])) == (IDENTITY, RPA2_PATH, True)
+    line = gattd.child.wait_for_line("central paired again (new IRK)", 10)
+    assert line is not None and IDENTITY in line and RPA2_PATH in line and older in line, line
+    assert not [x for x in standin.call("Log") if " removed by " in str(x)], "gattd removed an object on its own"
 
 
 def test_handlers_and_hooks_get_the_address_beside_the_path(start_gattd, standin, private_bus, tmp_path):

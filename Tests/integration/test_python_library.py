@@ -261,9 +261,10 @@ def test_events_as_an_iterator_and_as_callbacks(serving, private_bus, standin):
 
 
 def test_a_central_that_bonds_over_a_private_address_is_named_by_its_identity(serving, private_bus, standin):
-    """The library names a central as gattd does (issue 31): CentralAddressChanged when it
-    bonds, then the identity in handlers' requests and in ValueWritten; a write-only handler
-    leaves the reads to gattd's store (RegisterHandler's operations)."""
+    """The library names a central as gattd does (docs/control-api.md, "How centrals are
+    named"): CentralAddressChanged when it bonds, then the identity in handlers' requests and
+    in ValueWritten; a write-only handler leaves the reads to gattd's store (RegisterHandler's
+    operations)."""
     serving("handlers.json")
     rpa, rpa_path, identity = "6E:0D:A0:33:2C:6E", "/org/bluez/hci0/dev_6E_0D_A0_33_2C_6E", "00:AA:01:01:00:01"
 

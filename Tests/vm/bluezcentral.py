@@ -109,6 +109,7 @@ class Central:
         self.adapter_path = '/org/bluez/' + adapter
         self.adapter_name = adapter
         self.notifications = {}   # characteristic path -> list of bytes
+        self._acquired = {}       # characteristic path -> (socket fd, GLib watch): acquire_notify
         self.bus.add_signal_receiver(self._properties_changed, 'PropertiesChanged', PROPS,
                                      BLUEZ, path_keyword='path')
 
@@ -345,6 +346,50 @@ class Central:
 
     def unsubscribe(self, path):
         self.call(path, CHRC, 'StopNotify')
+        self.notifications.pop(path, None)
+
+    def acquire_notify(self, path):
+        """Subscribes through the central's own AcquireNotify: bluetoothd writes the CCC and
+        hands over a socket on which each read is one notification, appended to
+        notifications[path] as the main loop sees it. Returns the MTU bluetoothd gave.
+
+        Why a plan takes a fast stream this way: bluetoothd dispatches incoming D-Bus
+        messages from a GLib idle source (gdbus/mainloop.c `queue_dispatch`: g_idle_add), and
+        takes a socket's hang-up at idle priority too (src/shared/io-glib.c), so while some
+        socket is ready on every turn of its main loop (a stream from gattd's acquired socket
+        that the guest cannot keep up with: gattd logs "bluetoothd is not reading its
+        socket") it answers no call: a `Properties.Get` after StartNotify waited until the
+        central gave up (Tests/vm/README.md, "Debian 13's kernel"). Here nothing needs a
+        D-Bus call while the stream runs, and each notification costs the guest less (no
+        PropertiesChanged for bluetoothd to build, the bus daemon to route and this process
+        to decode), so bluetoothd falls behind far later."""
+        fd, mtu = self.call(path, CHRC, 'AcquireNotify', dbus.Dictionary({}, signature='sv'))
+        fd = fd.take()
+        os.set_blocking(fd, False)
+        got = self.notifications[path] = []
+
+        def readable(_fd, condition):
+            while True:
+                try:
+                    value = os.read(fd, 1024)
+                except BlockingIOError:
+                    return True
+                except OSError:
+                    return False
+                if not value:
+                    return False   # bluetoothd closed it
+                got.append(value)
+
+        watch = GLib.io_add_watch(fd, GLib.PRIORITY_DEFAULT, GLib.IO_IN | GLib.IO_HUP | GLib.IO_ERR, readable)
+        self._acquired[path] = (fd, watch)
+        return int(mtu)
+
+    def release_notify(self, path):
+        """Ends an acquire_notify subscription by closing the socket."""
+        fd, watch = self._acquired.pop(path)
+        if GLib.MainContext.default().find_source_by_id(watch):
+            GLib.source_remove(watch)
+        os.close(fd)
         self.notifications.pop(path, None)
 
     def wait_notifications(self, path, count, timeout=None, what='notifications'):

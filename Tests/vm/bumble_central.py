@@ -1,28 +1,46 @@
 # SPDX-License-Identifier: MIT
-"""gattd-bumble's central: Google's Bumble on its own host stack, not BlueZ.
+"""gattd-bumble's central: Google's Bumble on its own host stack, not BlueZ, with LE privacy.
 
 Runs under the venv Tests/vm/prepare-bumble makes, on the HCI user channel of hci1 (the
 scenario has taken hci1 away from bluetoothd first). Every expectation comes from the
-gattd configuration (--config). One process, two phases, so that the controller and the
-bond stay in Bumble's hands throughout:
+gattd configuration (--config); gattd's events come from `gattctl watch --json` (--watch,
+started by the scenario). Bumble uses LE privacy as a phone does: an IRK of its own
+(--irk), connections from resolvable private addresses (RPAs) made from it, and its
+identity (hci1's public address and the IRK) given when it bonds. One process, two
+phases, so that the controller and the bond stay in Bumble's hands throughout:
 
-1. scan for gattd's advertisement, connect, exchange MTU 247, read an encrypt-read
-   characteristic unencrypted (refused), pair just-works with bonding, discover the whole
-   tree and compare it with the config, read every readable value, write a value longer
-   than MTU-3 (Prepare Write pieces + Execute Write) and read it back, subscribe to the
-   counter and receive consecutive notifications, unsubscribe, disconnect; print
-   "phase 1 done" and wait for a line on stdin (the scenario restarts gattd meanwhile);
-2. reconnect, wait for the peripheral's SMP Security Request, encrypt with the bond's key
-   (no new pairing), and read every readable characteristic by the handle discovered in
-   phase 1, without any discovery: each must give that characteristic's own value.
+1. scan for gattd's advertisement, open gattd's pairing window (`gattctl pairing open`, the
+   person pressing the button: the definition has bondedOnly), connect from an RPA (the
+   `connected` event names it, type random), exchange MTU 247, discover the whole tree and
+   compare it with the config (the PSM characteristic of the channel included), read the
+   encrypt-read characteristic and the channel's PSM characteristic unencrypted (refused),
+   pair just-works with bonding, the IRK distributed: the `address-changed` event names the
+   RPA and the identity, `gattctl centrals` the identity; close the pairing window; read
+   every readable value, write a value longer than MTU-3 (Prepare Write pieces + Execute
+   Write), read it back, and check the `written` events name the identity; subscribe to the
+   counter and receive consecutive notifications, unsubscribe; read the PSM, open the LE
+   credit-based channel on it and echo --channel-bytes each way through the program gattd
+   relays (cat), in order, nothing lost or doubled, then close it: gattd logs the channel
+   opened for the identity and closed by the central with the bytes each way; disconnect
+   (the `disconnected` event names the identity); print "phase 1 done" and wait for a line
+   on stdin (the scenario restarts gattd meanwhile, and waits until its pairing window,
+   open for a second at its start, is closed);
+2. from a NEW RPA, with pairing closed and bondedOnly: reconnect (the `connected` event names
+   the identity), wait for the peripheral's SMP Security Request, encrypt with the bond's
+   key (no new pairing), and read every readable characteristic by the handle discovered in
+   phase 1, without any discovery: each must give that characteristic's own value (the
+   encrypt-read one and the PSM included); gattd keeps the link; disconnect.
 
-Every wait has a timeout; a failed check ends the program with "FAIL: expected ..., got ...".
+Throughout, a program that knows centrals only from the watch's events never meets an
+address it was not told about. Every wait has a timeout; a failed check ends the program
+with "FAIL: expected ..., got ...".
 """
 import argparse
 import asyncio
 import json
 import logging
-import subprocess
+import os
+import re
 import sys
 import time
 
@@ -31,13 +49,24 @@ STARTED = time.monotonic()  # before Bumble's imports, which take seconds under 
 from bumble import hci
 from bumble.att import ATT_Error
 from bumble.core import AdvertisingData, PhysicalTransport
-from bumble.device import Device, Peer
+from bumble.device import Device, DeviceConfiguration, Peer
 from bumble.gatt import GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR
+from bumble.l2cap import LeCreditBasedChannelSpec
 from bumble.pairing import PairingConfig, PairingDelegate
 from bumble.transport import open_transport
 
 MTU = 247
 NOTIFICATIONS = 5
+# Apple's L2CAP PSM characteristic, which gattd adds to the service a channel names.
+PSM_UUID = 'abdd3056-28fa-441d-a470-55a75a52553a'
+# Bumble's receive MTU on the channel: gattd sends each SDU its program writes as one SDU of
+# at most this (GATTD_SEND_MTU), so the central's SDUs, echoed whole by cat, stay within it.
+CHANNEL_MTU = 2048
+# At most this many bytes sent and not yet echoed: the guest's 6.1 kernel grants credits for
+# more than a receive buffer holds and then hands SDUs out of order (docs/channels.md).
+CHANNEL_WINDOW = 64 * 1024
+# gattctl and gattd under qemu-user take SLOW times as long (run-suite --slow).
+SLOW = int(os.environ.get('GATTD_VM_SLOW', '1'))
 
 
 class CheckFailed(Exception):
@@ -63,6 +92,11 @@ def full_uuid(text):
     return text.lower()
 
 
+def text(address):
+    """An address as gattd and bluetoothd write it (upper case, no type suffix)."""
+    return address.to_string(False).upper()
+
+
 async def bounded(awaitable, seconds, what):
     try:
         return await asyncio.wait_for(awaitable, seconds)
@@ -74,19 +108,116 @@ def att_name(error):
     return f'ATT error 0x{error.error_code:02x}'
 
 
+async def until(check, seconds, what):
+    """Polls `check` (a file another process writes) every 0.1 s until it returns
+    something; fails after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        found = check()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise CheckFailed(f'expected {what} within {seconds} s, got nothing')
+        await asyncio.sleep(0.1)
+
+
+class Watch:
+    """gattd's events, as the scenario's `gattctl watch --json` writes them (--watch): what
+    a program that tracks centrals sees."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def events(self):
+        out = []
+        with open(self.path) as f:
+            for line in f:
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    pass
+        return out
+
+    async def wait(self, what, after, **fields):
+        """The first event after the first `after` with these fields."""
+        def seen():
+            return next((e for e in self.events()[after:] if all(e.get(k) == v for k, v in fields.items())), None)
+        try:
+            return await until(seen, 20 * SLOW, what)
+        except CheckFailed as failure:
+            raise CheckFailed(f'{failure}; the events since: {self.events()[after:]}') from None
+
+    def check_tracking(self):
+        """A program that knows centrals only from the events: every address an event names
+        was announced (connected, or address-changed) before."""
+        known = set()
+        events = self.events()
+        for event in events:
+            kind = event.get('event')
+            if kind == 'connected':
+                known.add(event['address'])
+            elif kind == 'address-changed':
+                if event['old-address'] not in known:
+                    raise CheckFailed(f'expected address-changed from an announced address, got {event}')
+                known.discard(event['old-address'])
+                known.add(event['address'])
+            elif kind == 'disconnected':
+                if event['address'] not in known:
+                    raise CheckFailed(f'expected disconnected to name an announced address, got {event}')
+                known.discard(event['address'])
+            elif kind == 'written' and event.get('address') and event['address'] not in known:
+                raise CheckFailed(f'expected a write to name an announced address, got {event}')
+        step(f'a program following the events met only addresses it was told ({len(events)} events)')
+
+
+def log_fields(line):
+    """The key=value metadata of a gattd log line."""
+    return dict(re.findall(r'(\S+)=(\S+)', line))
+
+
 class Central:
     def __init__(self, args, config):
         self.args = args
         self.config = config
+        self.watch = Watch(args.watch)
         self.device = None
         self.peer_address = None
+        self.identity = None
+        self.device_path = None  # bluetoothd's object for this central, from gattd's events
         self.handles = {}  # characteristic id -> value handle (phase 1)
         self.written = None
+        self.psm = None
 
     def characteristics(self):
+        """The config's characteristics, and per channel the PSM characteristic gattd adds
+        at the end of its service, readable at the channel's level."""
+        level = {'none': 'read', 'encrypt': 'encrypt-read', 'authenticate': 'encrypt-authenticated-read',
+                 'secure': 'secure-read'}
         for service in self.config['services']:
             for chrc in service.get('characteristics', []):
                 yield service, chrc
+            for channel in self.config.get('channels', []):
+                if channel['service'] == service['id']:
+                    yield service, {'id': f'{service["id"]}.l2cap-psm', 'uuid': PSM_UUID, 'channel': channel['id'],
+                                    'flags': [level[channel.get('security', 'none')]]}
+
+    async def gattctl(self, *words):
+        """Runs gattctl without blocking Bumble's loop; fails unless it exits 0."""
+        process = await asyncio.create_subprocess_exec(self.args.gattctl, *words, stdout=asyncio.subprocess.PIPE,
+                                                       stderr=asyncio.subprocess.PIPE)
+        try:
+            out, err = await bounded(process.communicate(), 30 * SLOW, f'gattctl {" ".join(words)} to exit')
+        except CheckFailed:
+            process.kill()
+            raise
+        if process.returncode != 0:
+            raise CheckFailed(f'expected gattctl {" ".join(words)} to exit 0, got {process.returncode}: '
+                              f'{(out + err).decode(errors="replace").strip()}')
+        return out.decode()
+
+    def gattd_log(self):
+        with open(self.args.gattd_log, errors='replace') as f:
+            return f.read().splitlines()
 
     async def find_gattd(self):
         name = self.config['advertisements'][0]['localName']
@@ -113,6 +244,10 @@ class Central:
         step(f'scan: {advertisement.address} advertises {name!r} (RSSI {advertisement.rssi})')
 
     async def connect(self):
+        """Connects from the controller's random address: the RPA Bumble set."""
+        rpa = self.device.random_address
+        if not rpa.is_resolvable:
+            raise CheckFailed(f'expected Bumble to have a resolvable private address, got {rpa}')
         security_requests = asyncio.Queue()
 
         def on_connection(connection):
@@ -123,7 +258,7 @@ class Central:
         try:
             connection = await bounded(
                 self.device.connect(self.peer_address, transport=PhysicalTransport.LE,
-                                    own_address_type=hci.OwnAddressType.PUBLIC, timeout=None),
+                                    own_address_type=hci.OwnAddressType.RANDOM, timeout=None),
                 30, f'a connection to {self.peer_address}')
         finally:
             self.device.remove_listener('connection', on_connection)
@@ -131,16 +266,34 @@ class Central:
         disconnected = asyncio.get_running_loop().create_future()
         connection.on('disconnection', lambda reason: disconnected.done() or disconnected.set_result(reason))
         connection.disconnected = disconnected
-        step(f'connected to {self.peer_address} as {self.device.public_address} (handle {connection.handle})')
+        step(f'connected to {self.peer_address} from RPA {text(rpa)} (handle {connection.handle})')
         return connection
 
     async def disconnect(self, connection):
         await connection.disconnect()
         await bounded(connection.disconnected, 10, 'the disconnection event')
 
+    async def pairing_window_closed(self, after):
+        """Waits for the window `gattctl pairing open 1` (after event `after`) to close."""
+        await self.watch.wait('pairing opened for 1 s', after, event='pairing', state='open', seconds='1')
+        events = self.watch.events()
+        opened = next(i for i, e in enumerate(events) if i >= after and
+                      (e.get('event'), e.get('state'), e.get('seconds')) == ('pairing', 'open', '1'))
+        await self.watch.wait('the pairing window to close', opened + 1, event='pairing', state='closed')
+
     async def phase1(self):
         await self.find_gattd()
+        mark = len(self.watch.events())
+        # bondedOnly: a central without a bond may stay only while pairing is open; a phone's
+        # first contact comes while a person has opened it.
+        await self.gattctl('pairing', 'open', str(60 * SLOW))
         connection = await self.connect()
+        rpa = text(self.device.random_address)
+        first = await self.watch.wait('the connected event', mark, event='connected')
+        if (first['address'], first.get('address-type')) != (rpa, 'random'):
+            raise CheckFailed(f'expected the connected event to name RPA {rpa} (random), got {first}')
+        self.device_path = first['device']
+        step(f'first contact from RPA {rpa}: gattd announced it (random, {self.device_path})')
         peer = Peer(connection)
         mtu = await bounded(peer.request_mtu(MTU), 10, 'the Exchange MTU response')
         if mtu != MTU:
@@ -151,27 +304,42 @@ class Central:
         await bounded(peer.discover_characteristics(), 20, 'characteristic discovery')
         self.check_tree(peer)
 
-        secret = self.find('encrypt-read')
-        try:
-            got = await bounded(peer.read_value(self.proxies[secret['id']]), 10, f'the read of {secret["id"]}')
-            raise CheckFailed(f'expected {secret["id"]} (encrypt-read) refused before pairing, got {got!r}')
-        except ATT_Error as error:
-            if error.error_code not in (0x05, 0x0F):
-                raise CheckFailed(f'expected ATT error 0x0f (or 0x05) reading {secret["id"]} unencrypted, got {att_name(error)}') from None
-            step(f'{secret["id"]} before pairing: refused with {att_name(error)}')
+        # The encrypt-read value, and the PSM of the `encrypt` channel: the ATT error is what
+        # makes a phone pair before it opens the channel.
+        for chrc in (self.find('encrypt-read'), self.find_channel()):
+            try:
+                got = await bounded(peer.read_value(self.proxies[chrc['id']]), 10, f'the read of {chrc["id"]}')
+                raise CheckFailed(f'expected {chrc["id"]} (encrypt-read) refused before pairing, got {got!r}')
+            except ATT_Error as error:
+                if error.error_code not in (0x05, 0x0F):
+                    raise CheckFailed(f'expected ATT error 0x0f (or 0x05) reading {chrc["id"]} unencrypted, got {att_name(error)}') from None
+                step(f'{chrc["id"]} before pairing: refused with {att_name(error)}')
 
         paired = asyncio.get_running_loop().create_future()
         connection.on('pairing', lambda keys: paired.done() or paired.set_result(keys))
         connection.on('pairing_failure', lambda reason: paired.done() or paired.set_exception(
             CheckFailed(f'expected just-works pairing to succeed, got pairing failure {reason!r}')))
         await bounded(connection.pair(), 30, 'pairing to complete')
-        keys = await bounded(paired, 10, 'the pairing event with keys')
+        await bounded(paired, 10, 'the pairing event with keys')
         if not connection.is_encrypted:
             raise CheckFailed('expected the link encrypted after pairing, got an unencrypted link')
         stored = await self.device.keystore.get(str(connection.peer_address))
         if stored is None or stored.ltk is None and stored.ltk_central is None:
             raise CheckFailed(f'expected a long-term key stored for {connection.peer_address} (bonding), got {stored}')
-        step(f'paired just-works and bonded (encrypted, LTK kept; identity {keys.irk is not None and "with IRK" or "public"})')
+        step(f'paired just-works and bonded (encrypted, LTK kept), identity {self.identity} and IRK given')
+
+        changed = await self.watch.wait('the address-changed event', mark, event='address-changed')
+        want = {'address': self.identity, 'address-type': 'public', 'old-address': rpa, 'old-address-type': 'random',
+                'device': self.device_path}
+        if any(changed.get(k) != v for k, v in want.items()):
+            raise CheckFailed(f'expected address-changed {want}, got {changed}')
+        centrals = json.loads(await self.gattctl('centrals', '--json'))
+        if [(c.get('address'), c.get('addressType')) for c in centrals] != [(self.identity, 'public')]:
+            raise CheckFailed(f'expected gattctl centrals to list {self.identity} (public) alone, got {centrals}')
+        step(f'gattd announced address-changed {rpa} -> {self.identity} (same object); gattctl centrals names the identity')
+        # Pairing closes (gattctl's shortest window) while the bonded central stays.
+        closing = len(self.watch.events())
+        await self.gattctl('pairing', 'open', '1')
 
         for _, chrc in self.characteristics():
             if not self.readable(chrc):
@@ -188,17 +356,22 @@ class Central:
         got = await bounded(peer.read_value(self.proxies[blob['id']]), 20, f'the long read of {blob["id"]}')
         if got != value:
             raise CheckFailed(f'expected {blob["id"]} to read back the {len(value)} bytes written, got {len(got)} bytes {got[:16].hex()}...')
-        if self.args.gattctl:
-            shown = subprocess.run([self.args.gattctl, 'get', blob['id'], '--json'], capture_output=True, text=True, timeout=20)
-            try:
-                hex_value = json.loads(shown.stdout)['hex'].lower()
-            except (ValueError, KeyError, TypeError):
-                hex_value = None
-            if shown.returncode != 0 or hex_value != value.hex():
-                raise CheckFailed(f'expected gattctl get {blob["id"]} --json to show the {len(value)} bytes, got exit {shown.returncode} {shown.stdout[:60]!r} {shown.stderr.strip()!r}')
+        shown = await self.gattctl('get', blob['id'], '--json')
+        try:
+            hex_value = json.loads(shown)['hex'].lower()
+        except (ValueError, KeyError, TypeError):
+            hex_value = None
+        if hex_value != value.hex():
+            raise CheckFailed(f'expected gattctl get {blob["id"]} --json to show the {len(value)} bytes, got {shown[:60]!r}')
         self.written = value
-        step(f'long write: {len(value)} bytes to {blob["id"]} (> MTU-3 = {MTU - 3}: Prepare Write + Execute Write) read back whole'
-             + (' and in gattctl get' if self.args.gattctl else ''))
+        await self.watch.wait(f'the written event of {blob["id"]} with the whole value', mark, event='written',
+                              id=blob['id'], hex=value.hex())
+        writes = [e for e in self.watch.events()[mark:] if (e.get('event'), e.get('id')) == ('written', blob['id'])]
+        wrong = [e for e in writes if (e.get('address'), e.get('device')) != (self.identity, self.device_path)]
+        if wrong:
+            raise CheckFailed(f'expected every written event to name {self.identity} and {self.device_path}, got {wrong}')
+        step(f'long write: {len(value)} bytes to {blob["id"]} (> MTU-3 = {MTU - 3}: Prepare Write + Execute Write) read back whole '
+             f'and in gattctl get; {len(writes)} written event(s), each naming the identity')
 
         ticks = self.find('notify')
         proxy = self.proxies[ticks['id']]
@@ -216,13 +389,141 @@ class Central:
         await bounded(peer.unsubscribe(proxy), 10, f'the CCC write that unsubscribes {ticks["id"]}')
         step(f'notifications of {ticks["id"]}: {numbers}')
 
+        await self.echo(connection)
+
+        await self.pairing_window_closed(closing)
+        if connection.disconnected.done():
+            raise CheckFailed('expected gattd to keep the bonded central once pairing closed (bondedOnly), got a disconnection')
+        step('pairing closed; gattd keeps the bonded central (bondedOnly)')
         self.handles = {cid: p.handle for cid, p in self.proxies.items()}
+        leaving = len(self.watch.events())
         await self.disconnect(connection)
+        gone = await self.watch.wait('the disconnected event', leaving, event='disconnected')
+        if gone['address'] != self.identity:
+            raise CheckFailed(f'expected the disconnected event to name {self.identity}, got {gone}')
+        step(f'disconnected; the event names {self.identity}')
+        self.watch.check_tracking()
         step('handles: ' + ' '.join(f'{cid}=0x{h:04x}' for cid, h in self.handles.items()))
         print('phase 1 done', flush=True)
 
+    async def echo(self, connection):
+        """Opens the channel on the PSM read from its characteristic and echoes
+        --channel-bytes each way through gattd's relayed program (cat), SDU for SDU: each
+        numbered, of varied size, back whole and in order; then closes it."""
+        chrc = self.find_channel()
+        raw = await bounded(Peer(connection).read_value(self.proxies[chrc['id']]), 10, f'the read of {chrc["id"]}')
+        psm = int.from_bytes(raw, 'little')
+        if len(raw) != 2 or not 0x80 <= psm <= 0xFF:
+            raise CheckFailed(f'expected {chrc["id"]} to hold a little-endian UInt16 PSM in 0x80...0xff, got {raw.hex()}')
+        logged = len(self.gattd_log())
+        spec = LeCreditBasedChannelSpec(psm=psm, mtu=CHANNEL_MTU)
+        began = time.monotonic()
+        channel = await bounded(connection.create_l2cap_channel(spec), 20, f'the channel on PSM 0x{psm:02x} to open')
+        opened = await until(lambda: next((log_fields(line) for line in self.gattd_log()[logged:]
+                                           if 'channel opened' in line), None), 10 * SLOW, "gattd's 'channel opened'")
+        want = {'channel': chrc['channel'], 'address': self.identity, 'address.type': 'public', 'device': self.device_path}
+        if any(opened.get(k) != v for k, v in want.items()):
+            raise CheckFailed(f"expected gattd's 'channel opened' with {want}, got {opened}")
+        step(f'channel {chrc["channel"]} open on PSM 0x{psm:02x} (read from {chrc["id"]}); gattd names {self.identity}, '
+             f'MTU {channel.mtu}/{channel.peer_mtu}, MPS {channel.mps}/{channel.peer_mps}')
+
+        pattern = bytes(range(256)) * (CHANNEL_MTU // 256 + 2)
+        sdus, total = [], 0
+        while total < self.args.channel_bytes:
+            size = 4 + (len(sdus) * 389 + 17) % (CHANNEL_MTU - 3)
+            start = len(sdus) % 256
+            sdus.append(len(sdus).to_bytes(4, 'big') + pattern[start:start + size - 4])
+            total += size
+        received = []
+        state = {'echoed': 0}
+        progress = asyncio.Event()
+        closed = asyncio.get_running_loop().create_future()
+
+        def sink(sdu):
+            received.append(bytes(sdu))
+            state['echoed'] += len(sdu)
+            progress.set()
+
+        channel.sink = sink
+        channel.on('close', lambda: closed.done() or closed.set_result(None))
+
+        def account():
+            """What came back against what was sent: late, missing, doubled, or changed."""
+            numbers = [int.from_bytes(s[:4], 'big') for s in received]
+            seen = set()
+            doubled = sorted({n for n in numbers if n in seen or seen.add(n)})
+            missing = [n for n in range(len(sdus)) if n not in seen]
+            late = sum(1 for a, b in zip(numbers, numbers[1:]) if b < a)
+            changed = [n for n, s in zip(numbers, received) if n >= len(sdus) or s != sdus[n]]
+            return (f'{len(received)} of {len(sdus)} SDUs back ({state["echoed"]} of {total} bytes) '
+                    f'{time.monotonic() - began:.1f} s after the open request: '
+                    f'{late} late, missing {missing[:10]}, doubled {doubled[:10]}, changed {changed[:10]}')
+
+        async def caught_up(limit, what):
+            while state['echoed'] < limit:
+                if closed.done():
+                    hint = ('; Linux closes a channel accepted with BT_DEFER_SETUP 40 s after the request '
+                            '(docs/channels.md)' if time.monotonic() - began > 39 else '')
+                    raise CheckFailed(f'expected the channel to stay open, got it closed: {account()}{hint}')
+                progress.clear()
+                try:
+                    await bounded(progress.wait(), 20, what)
+                except CheckFailed as failure:
+                    raise CheckFailed(f'{failure}: {account()}') from None
+
+        # Bumble's debug log writes every ACL packet in hex: during the transfer it would
+        # cost more CPU than the transfer itself (five times slower under TCG).
+        bumble_logger = logging.getLogger('bumble')
+        level = bumble_logger.level
+        bumble_logger.info('bumble_central.py: debug logging paused for the channel transfer')
+        bumble_logger.setLevel(max(level, logging.INFO))
+        sent = 0
+        started = time.monotonic()
+        try:
+            for sdu in sdus:
+                await caught_up(sent + len(sdu) - CHANNEL_WINDOW, 'the echo to come back')
+                channel.write(sdu)  # one write, one SDU: drained before the next
+                sent += len(sdu)
+                await bounded(channel.drain(), 20, f'credits to send SDU {int.from_bytes(sdu[:4], "big")}')
+            await caught_up(total, 'the last echoes')
+        finally:
+            bumble_logger.setLevel(level)
+        seconds = time.monotonic() - started
+        if received != sdus:
+            raise CheckFailed(f'expected the {len(sdus)} SDUs back whole and in order, got {account()}')
+        await bounded(channel.disconnect(), 10, 'the channel to close')
+        ended = await until(lambda: next((line for line in self.gattd_log()[logged:] if 'channel closed' in line), None),
+                            10 * SLOW, "gattd's 'channel closed'")
+        fields = log_fields(ended)
+        if ('the central closed the channel' not in ended or fields.get('bytes.in') != str(total)
+                or fields.get('bytes.out') != str(total) or fields.get('address') != self.identity):
+            raise CheckFailed(f"expected gattd's 'channel closed: the central closed the channel' for {self.identity} "
+                              f'with bytes.in={total} bytes.out={total}, got {ended!r}')
+        await until(lambda: any('channel program ended' in line and 'program=cat' in line
+                                for line in self.gattd_log()[logged:]), 10 * SLOW, 'cat to end with the channel')
+        step(f'channel echo: {len(sdus)} SDUs of 4...{CHANNEL_MTU} bytes, {total} bytes each way in order, none lost '
+             f'or doubled, in {seconds:.1f} s ({2 * total / seconds / 1024:.0f} KiB/s both ways); closed by Bumble, '
+             f'gattd counted {total} bytes each way and cat ended')
+
     async def phase2(self):
+        status = await self.gattctl('pairing')
+        if ': closed' not in status:
+            raise CheckFailed(f'expected gattd\'s pairing window closed before the return, got {status.strip()!r}')
+        old = text(self.device.random_address)
+        # A new RPA, as a phone's changes every few minutes. Set here rather than with
+        # Device.update_rpa(), which in 0.0.236 gives the controller the address it had.
+        new = hci.Address.generate_private_address(self.device.irk)
+        await self.device.send_sync_command(hci.HCI_LE_Set_Random_Address_Command(random_address=new))
+        self.device.random_address = new
+        if text(new) == old:
+            raise CheckFailed(f'expected a new RPA, got the old {old} again')
+        mark = len(self.watch.events())
         connection = await self.connect()
+        back = await self.watch.wait('the connected event of the return', mark, event='connected')
+        if (back['address'], back.get('address-type'), back['device']) != (self.identity, 'public', self.device_path):
+            raise CheckFailed(f'expected the return from RPA {text(new)} announced as {self.identity} (public) on '
+                              f'{self.device_path}, got {back}')
+        step(f'back from a new RPA {text(new)} (was {old}), pairing closed: announced as {self.identity}, same object')
         paired = []
         connection.on('pairing', lambda keys: paired.append(keys))
         # As Android does, encrypt when the peripheral asks (SMP Security Request). bluetoothd
@@ -256,10 +557,21 @@ class Central:
                 wrong.append(str(failure))
         if paired:
             raise CheckFailed('expected no new pairing on reconnection, got a pairing')
+        if connection.disconnected.done():
+            raise CheckFailed('expected gattd to keep the bonded central (bondedOnly), got a disconnection')
+        dropped = [line for line in self.gattd_log() if 'disconnecting a central that is not bonded' in line]
+        if dropped:
+            raise CheckFailed(f'expected gattd to take the returning central for bonded, got {dropped}')
+        leaving = len(self.watch.events())
         await self.disconnect(connection)
         if wrong:
             raise CheckFailed('reads by the handles discovered before gattd restarted:\n  ' + '\n  '.join(wrong))
-        step('phase 2: every characteristic read its own value by its cached handle, no rediscovery')
+        step('phase 2: every characteristic read its own value by its cached handle, no rediscovery, no new pairing')
+        gone = await self.watch.wait('the disconnected event', leaving, event='disconnected')
+        if gone['address'] != self.identity:
+            raise CheckFailed(f'expected the disconnected event to name {self.identity}, got {gone}')
+        step(f'disconnected; the event names {self.identity}')
+        self.watch.check_tracking()
 
     def readable(self, chrc):
         return any(f in chrc['flags'] for f in ('read', 'encrypt-read', 'encrypt-authenticated-read', 'secure-read'))
@@ -270,6 +582,12 @@ class Central:
                 return chrc
         raise CheckFailed(f'expected a characteristic with flag {flag} in the config, found none')
 
+    def find_channel(self):
+        for _, chrc in self.characteristics():
+            if 'channel' in chrc and 'encrypt-read' in chrc['flags']:
+                return chrc
+        raise CheckFailed('expected a channel with security "encrypt" in the config, found none')
+
     def find_writable(self):
         for _, chrc in self.characteristics():
             if any(f in chrc['flags'] for f in ('write', 'encrypt-write')) and chrc.get('maxLength', 0) > MTU - 3:
@@ -277,6 +595,14 @@ class Central:
         raise CheckFailed(f'expected a writable characteristic with maxLength > {MTU - 3} in the config, found none')
 
     def check_value(self, chrc, got, how):
+        if 'channel' in chrc:
+            psm = int.from_bytes(got, 'little')
+            if len(got) != 2 or not 0x80 <= psm <= 0xFF or self.psm not in (None, psm):
+                raise CheckFailed(f'{how} of {chrc["id"]}: expected a UInt16 PSM in 0x80...0xff'
+                                  + (f' (0x{self.psm:02x} as before)' if self.psm else '') + f', got {got.hex()}')
+            self.psm = psm
+            step(f'{how} {chrc["id"]}: PSM 0x{psm:02x}')
+            return
         if chrc['id'] == self.find_writable()['id'] and self.written is not None:
             want = self.written
         elif 'update' in chrc:
@@ -292,20 +618,26 @@ class Central:
              else f'{how} {chrc["id"]}: the {len(got)} bytes written')
 
     def check_tree(self, peer):
-        want = {full_uuid(s['uuid']): [full_uuid(c['uuid']) for c in s.get('characteristics', [])]
-                for s in self.config['services']}
+        want = {}
+        for service, chrc in self.characteristics():
+            want.setdefault(full_uuid(service['uuid']), []).append(full_uuid(chrc['uuid']))
+        for service in self.config['services']:
+            want.setdefault(full_uuid(service['uuid']), [])
+        ids = {(full_uuid(s['uuid']), full_uuid(c['uuid'])): c['id'] for s, c in self.characteristics()}
         self.proxies = {}
-        ids = {full_uuid(c['uuid']): c['id'] for _, c in self.characteristics()}
         got = {}
         for service in peer.services:
             uuid = service.uuid.to_hex_str('-').lower()
             if uuid in want:
                 got[uuid] = [c.uuid.to_hex_str('-').lower() for c in service.characteristics]
                 for c in service.characteristics:
-                    self.proxies[ids[c.uuid.to_hex_str('-').lower()]] = c
+                    key = (uuid, c.uuid.to_hex_str('-').lower())
+                    if key in ids:
+                        self.proxies[ids[key]] = c
         if got != want:
             raise CheckFailed(f'expected the services and characteristics {want}, discovered {got}')
-        step(f'discovered {len(got)} services with {sum(len(v) for v in got.values())} characteristics as configured')
+        step(f'discovered {len(got)} services with {sum(len(v) for v in got.values())} characteristics as configured '
+             f'(PSM characteristics included)')
 
 
 async def main():
@@ -313,8 +645,13 @@ async def main():
     parser.add_argument('--transport', required=True, help='Bumble transport, e.g. hci-socket:1')
     parser.add_argument('--peer', required=True, help="gattd's adapter address")
     parser.add_argument('--config', required=True, help="gattd's configuration")
-    parser.add_argument('--gattctl', help='check the long write with gattctl get too')
+    parser.add_argument('--gattctl', required=True, help='gattctl, for what a program would do (pairing, centrals, get)')
+    parser.add_argument('--watch', required=True, help='the file the scenario\'s gattctl watch --json writes')
+    parser.add_argument('--gattd-log', required=True, help="gattd's log (the channel's lines)")
+    parser.add_argument('--irk', default='5b1e0c3a79d2f8046ea1c7b32d9f0e48',
+                        help="Bumble's IRK (16 bytes hex), as a phone keeps one for its life")
     parser.add_argument('--long', type=int, default=400, help='bytes of the long write (> MTU-3)')
+    parser.add_argument('--channel-bytes', type=int, default=256 * 1024, help='bytes echoed each way over the channel')
     parser.add_argument('--debug-log', help="Bumble's own debug log (HCI, L2CAP, SMP, ATT) into this file")
     args = parser.parse_args()
     if args.debug_log:
@@ -329,15 +666,20 @@ async def main():
     central = Central(args, config)
     step(f'Bumble imported; opening {args.transport}')
     async with await bounded(open_transport(args.transport), 20, f'the transport {args.transport}') as transport:
-        device = Device.with_hci('gattd-bumble-central', hci.Address('F0:F1:F2:F3:F4:F5'),
-                                 transport.source, transport.sink)
+        # LE privacy: the controller gets an RPA made from the IRK at power-on; no rotation
+        # while connected (le_rpa_timeout 0): phase 2 sets a new one itself.
+        device = Device.from_config_with_hci(
+            DeviceConfiguration(name='gattd-bumble-central', address=hci.Address('F0:F1:F2:F3:F4:F5'),
+                                irk=bytes.fromhex(args.irk), le_privacy_enabled=True, le_rpa_timeout=0),
+            transport.source, transport.sink)
         device.pairing_config_factory = lambda connection: PairingConfig(
             sc=True, mitm=False, bonding=True,
             delegate=PairingDelegate(io_capability=PairingDelegate.IoCapability.NO_OUTPUT_NO_INPUT),
             identity_address_type=PairingConfig.AddressType.PUBLIC)
         central.device = device
         await bounded(device.power_on(), 30, 'the controller to power on')
-        step(f'Bumble is up on {args.transport}: public address {device.public_address}')
+        central.identity = text(device.public_address)
+        step(f'Bumble is up on {args.transport}: identity {central.identity} (public), RPA {text(device.random_address)}')
         await central.phase1()
         line = await bounded(asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline), 180,
                              'the scenario to say go on stdin')

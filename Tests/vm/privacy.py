@@ -8,8 +8,8 @@ addresses (RPAs) and gives its identity (its public address and the IRK) when it
 gattd's events come from `gattctl watch --json` (--watch FILE, started by the scenario), and
 what a program would do goes through gattctl (--gattctl). Phases:
 
-  first     open pairing for a few seconds (--window), connect from an RPA (the `connected`
-            event names it, type random), subscribe to `reply` (acquireNotify), pair (just works):
+  first     find gattd, open pairing for a few seconds (--window), connect from an RPA (the
+            `connected` event names it, type random), subscribe to `reply` (acquireNotify), pair (just works):
             the `address-changed` event names the RPA and the identity; `gattctl centrals`
             and `bonds` show the identity; its old RPA names nobody (`--to RPA` is "not
             connected"); a write is reported with the identity; `gattctl disconnect IDENTITY` drops the link and the `disconnected`
@@ -24,9 +24,16 @@ what a program would do goes through gattctl (--gattctl). Phases:
             watch's `changed` event: each value differs from the one gattd holds, since an
             unchanged one is notified to nobody); once it unsubscribes `reply` is
             unsubscribed; `secret` (encrypt-read) reads without pairing again.
+  repair    the central is reset: it forgets gattd, takes a new IRK (NEW_IRK, the same
+            identity) and pairs again while a window is open. bluetoothd keeps two objects
+            with the identity (bluez/bluez #1095); `gattctl bonds` lists it once, bonded and
+            connected, `centrals` once; gattd logs both objects and removes neither; the
+            encrypted read and a value for it alone work over the new keys (before 5.80
+            bluetoothd holds values for the older object: --older-first).
   restarted after bluetoothd restarted: the same, `reply` is not subscribed before the
             central subscribes (no subscription survives the restart), and bluetoothd's
-            object, also in `central-subscribed`, is now dev_<identity>.
+            object, also in `central-subscribed`, is now dev_<identity>, the only one with
+            the identity, holding the newer bond (the central uses NEW_IRK).
   stranger  gattd forgot the bond (`gattctl bonds remove`): the central forgets gattd too
             and connects from an RPA; gattd (bondedOnly, pairing closed) drops it.
 """
@@ -43,8 +50,10 @@ from security import CentralAgent, auto_connect, auto_connect_end, btmgmt, chrcs
 
 SERVICE = '5ec0de00-1234-5678-1234-56789abc0031'
 PLAIN, SECRET, REPLY, CMD = ('5ec0de0%d-1234-5678-1234-56789abc0031' % n for n in (1, 2, 3, 4))
-# The central's IRK (16 bytes, hex), as a phone keeps one for its life.
+# The central's IRK (16 bytes, hex), as a phone keeps one for its life; NEW_IRK, the one it
+# takes when it is reset (phase repair): the same identity, a key gattd's side never saw.
 IRK = '0f1e2d3c4b5a69788796a5b4c3d2e1f0'
+NEW_IRK = 'a1b2c3d4e5f60718293a4b5c6d7e8f90'
 
 
 class Watch:
@@ -112,10 +121,10 @@ def private_address(address):
     return (int(address.split(':')[0], 16) >> 6) == 1
 
 
-def privacy_on(central):
+def privacy_on(central, irk=IRK):
     """The kernel takes privacy only while powered off; powering on makes a new RPA."""
     btmgmt(central, 'power', 'off')
-    btmgmt(central, 'privacy', 'on', IRK)
+    btmgmt(central, 'privacy', 'on', irk)
     btmgmt(central, 'power', 'on')
     central.pump_until(lambda: bool(central.prop(central.adapter_path, 'org.bluez.Adapter1', 'Powered')), 20,
                        'hci1 powered again')
@@ -138,9 +147,12 @@ def phase_first(central, args):
     register_agent(central, agent, 'NoInputNoOutput')
     before = len(watch.events())
     # bondedOnly drops a central that is not bonded while pairing is closed: a phone's first
-    # contact comes while a person has opened it.
-    gattctl(args, 'pairing', 'open', str(args.window))
+    # contact comes while a person has opened it. Opened once the central has found gattd, as
+    # a person opens it with the phone in hand: finding takes what the scans take (on 6.12
+    # one run needed 8 restarts and a 12 s session, and a 20 s window opened before the
+    # search closed before the connection), which is not what the window is about.
     path = find(central, args, SERVICE)
+    gattctl(args, 'pairing', 'open', str(args.window))
     central.connect(path)
     first = connected_from_rpa(central, watch, args, before)
     rpa = first['address']
@@ -184,10 +196,15 @@ def phase_first(central, args):
         raise CheckFailed('disconnected names %s, expected %s' % (gone['address'], args.identity))
     central.pump_until(lambda: not central.prop(path, 'org.bluez.Device1', 'Connected'), 20, 'the link to drop')
     step('gattctl disconnect %s dropped it; the event names the identity' % args.identity)
-    # The window had only to outlast the first contact (--window, generous for a loaded
-    # machine); the rest of it need not be waited out: opened again for 1 s, gattd's timer
-    # closes it a second later. The close that counts is the one after that opening (the
-    # first window may have ended on its own meanwhile).
+    close_window(central, args, watch)
+    watch.check_tracking()
+
+
+def close_window(central, args, watch):
+    """The window had only to outlast the first contact (--window, generous for a loaded
+    machine); the rest of it need not be waited out: opened again for 1 s, gattd's timer
+    closes it a second later. The close that counts is the one after that opening (the
+    first window may have ended on its own meanwhile)."""
     mark = len(watch.events())
     gattctl(args, 'pairing', 'open', '1')
     watch.wait(central, 'pairing opened again for 1 s', mark, event='pairing', state='open', seconds='1')
@@ -195,7 +212,6 @@ def phase_first(central, args):
                 (e.get('event'), e.get('state'), e.get('seconds')) == ('pairing', 'open', '1')][0]
     watch.wait(central, 'the pairing window to close', reopened + 1, event='pairing', state='closed')
     step('pairing closed')
-    watch.check_tracking()
 
 
 def reply_subscribed(args):
@@ -214,7 +230,7 @@ def uint16(value):
     return (value % 0x10000).to_bytes(2, 'little')
 
 
-def targeted_value(central, args, watch, reply, before, device, kept=False, fresh=False):
+def targeted_value(central, args, watch, reply, before, device, kept=False, fresh=False, held=False):
     """Subscribes to `reply` and sends it a value for this central alone, by its identity:
     it arrives where bluetoothd targets sockets (5.79 and later); 5.66 shares one socket and
     gattd refuses, saying so (never "not subscribed"), and a value for all reaches it.
@@ -235,6 +251,10 @@ def targeted_value(central, args, watch, reply, before, device, kept=False, fres
     fresh: after bluetoothd restarted, no subscription survives (§6): `reply` must not be
     subscribed before the central subscribes.
 
+    held: 5.66 after a re-pair with a new IRK (phase repair): bluetoothd looks the identity
+    up for each subscriber, finds the older object, which has no link, and keeps the value
+    pending for it (§12), so only gattd's part is checked: the value for all written.
+
     Either way, once the central unsubscribes `reply` must end unsubscribed: on 5.66 the
     first value after the return dropped the record of the first RPA (§12)."""
     if kept:
@@ -249,7 +269,7 @@ def targeted_value(central, args, watch, reply, before, device, kept=False, fres
                               'before the central subscribed')
         central.subscribe(reply)
         subscribed = watch.wait(central, 'central-subscribed reply', before, event='central-subscribed', id='reply')
-        if subscribed.get('device') != device:
+        if subscribed.get('device') not in (device if isinstance(device, list) else [device]):
             raise CheckFailed('central-subscribed names %s, the central is %s' % (subscribed.get('device'), device))
         step('subscribed through a new socket (central-subscribed %s)' % subscribed['device'])
     base = reply_value(args)
@@ -276,11 +296,15 @@ def targeted_value(central, args, watch, reply, before, device, kept=False, fres
                        origin='control')
         except CheckFailed as e:
             raise CheckFailed('gattd did not notify %s (no changed event): %s' % (for_all.hex(), e))
-        got = central.wait_notifications(reply, 1, what='the value for all')
-        if got[-1] != for_all:
-            raise CheckFailed('the value for all %s arrived as %s' % (for_all.hex(), got[-1].hex()))
-        step('gattctl set reply (to all) reached the central through the %s socket (%s)'
-             % ('kept shared' if kept else 'new shared', got[-1].hex()))
+        if held:
+            step('gattctl set reply (to all) written to the shared socket (%s); bluetoothd before 5.80 holds it '
+                 'for the older object, which has no link' % for_all.hex())
+        else:
+            got = central.wait_notifications(reply, 1, what='the value for all')
+            if got[-1] != for_all:
+                raise CheckFailed('the value for all %s arrived as %s' % (for_all.hex(), got[-1].hex()))
+            step('gattctl set reply (to all) reached the central through the %s socket (%s)'
+                 % ('kept shared' if kept else 'new shared', got[-1].hex()))
     central.unsubscribe(reply)
     watch.wait(central, 'reply unsubscribed', mark, event='unsubscribed', id='reply')
     if reply_subscribed(args):
@@ -288,11 +312,11 @@ def targeted_value(central, args, watch, reply, before, device, kept=False, fres
     step('the central unsubscribed: reply is unsubscribed')
 
 
-def returning(central, args, device_path_check, kept=False, fresh=False):
+def returning(central, args, device_path_check, kept=False, fresh=False, irk=IRK):
     watch = Watch(args.watch)
     agent = CentralAgent(central.bus, forbid=True)
     register_agent(central, agent, 'NoInputNoOutput')
-    privacy_on(central)
+    privacy_on(central, irk)
     before = len(watch.events())
     path = central.device_path(args.peer)
     if not central.prop(path, 'org.bluez.Device1', 'Paired'):
@@ -335,15 +359,112 @@ def phase_return(central, args):
 
 
 def phase_restarted(central, args):
+    """After the re-pair (phase repair): bluetoothd loads one object for the identity, with
+    the newer keys (storage is by address), and the central, back from an RPA of its new IRK,
+    reads `secret` without pairing: the newer bond survived."""
     def identity_object(device):
         if not device.endswith('dev_' + args.identity.replace(':', '_')):
             raise CheckFailed('after a restart the object should be dev_<identity>, got %s' % device)
-    returning(central, args, identity_object, fresh=True)
+        objects = identity_objects(central, args)
+        if list(objects) != [device]:
+            raise CheckFailed('after a restart bluetoothd should keep one object for %s: %s' % (args.identity, objects))
+    returning(central, args, identity_object, fresh=True, irk=NEW_IRK)
+
+
+def identity_objects(central, args):
+    """bluetoothd's objects on gattd's adapter whose Address is the central's identity:
+    {path: (AddressType, Paired, Bonded, Connected)} (Bonded: None before 5.67)."""
+    objects = central.objects()
+    adapters = [str(path) for path, ifaces in objects.items()
+                if str(ifaces.get('org.bluez.Adapter1', {}).get('Address', '')).upper() == args.peer.upper()]
+    if len(adapters) != 1:
+        raise CheckFailed('gattd\'s adapter %s: %s' % (args.peer, adapters))
+    found = {}
+    for path, ifaces in objects.items():
+        device = ifaces.get('org.bluez.Device1')
+        if (device is None or not str(path).startswith(adapters[0] + '/')
+                or str(device.get('Address', '')).upper() != args.identity.upper()):
+            continue
+        bonded = device.get('Bonded')
+        found[str(path)] = (str(device.get('AddressType')), bool(device.get('Paired')),
+                            None if bonded is None else bool(bonded), bool(device.get('Connected')))
+    return found
+
+
+def phase_repair(central, args):
+    """The phone was reset: it forgot gattd, takes a new IRK (same identity) and pairs again
+    while gattd's window is open. gattd's side cannot resolve the new RPAs with the IRK it
+    kept, so the first contact is a new object; the pairing gives it the identity, and
+    bluetoothd keeps both objects with that Address (bluez/bluez #1095)."""
+    watch = Watch(args.watch)
+    old = identity_objects(central, args)
+    if len(old) != 1 or not list(old.values())[0][1]:
+        raise CheckFailed('before the re-pair gattd\'s adapter should hold one paired object for %s: %s'
+                          % (args.identity, old))
+    old_device = list(old)[0]
+    privacy_on(central, NEW_IRK)
+    agent = CentralAgent(central.bus)
+    register_agent(central, agent, 'NoInputNoOutput')
+    before = len(watch.events())
+    gattctl(args, 'pairing', 'open', str(args.window))
+    path = find(central, args, SERVICE)   # the central forgets its bond with gattd first
+    central.connect(path)
+    first = connected_from_rpa(central, watch, args, before)
+    if first['device'] == old_device:
+        raise CheckFailed('a new IRK: the new RPA should be a new object, not %s' % old_device)
+    pair(central, path)
+    changed = watch.wait(central, 'the address-changed event', before, event='address-changed')
+    wanted = {'address': args.identity, 'old-address': first['address'], 'device': first['device']}
+    if any(changed.get(k) != v for k, v in wanted.items()):
+        raise CheckFailed('address-changed: %s, expected %s' % (changed, wanted))
+    step('paired again with a new IRK: address-changed %s -> %s on a new object %s'
+         % (first['address'], args.identity, first['device']))
+    both = identity_objects(central, args)
+    step('bluetoothd\'s objects with %s: %s' % (args.identity, both))
+    bonds = json.loads(gattctl(args, 'bonds', '--json').stdout)
+    step('gattctl bonds: %s' % bonds)
+    centrals = json.loads(gattctl(args, 'centrals', '--json').stdout)
+    step('gattctl centrals: %s' % [(c['address'], c['addressType'], c.get('bonded')) for c in centrals])
+    if [(b['address'], b['bonded'], b['connected']) for b in bonds] != [(args.identity, True, True)]:
+        raise CheckFailed('gattctl bonds should list %s once, bonded and connected: %s' % (args.identity, bonds))
+    if [(c['address'], c['addressType']) for c in centrals] != [(args.identity, 'public')]:
+        raise CheckFailed('gattctl centrals: %s' % centrals)
+    found = chrcs(central, path, SERVICE)
+    value = central.read(found[SECRET]['path'])
+    if value != b'for bonded phones':
+        raise CheckFailed('read secret = %r' % value)
+    step('read secret over the link encrypted with the new keys')
+    # Before 5.80 bluetoothd's socket may name the older object (it looks the link's
+    # identity up and finds the older first): either names this central.
+    targeted_value(central, args, watch, found[REPLY]['path'], before,
+                   [first['device']] + ([old_device] if args.older_first else []), held=args.older_first)
+    shared = re.findall(r'central paired again \(new IRK\).*', open(args.gattd_log).read())
+    if not [line for line in shared if args.identity in line and first['device'] in line]:
+        raise CheckFailed('gattd did not log the two objects of %s: %s' % (args.identity, shared))
+    step('gattd: %s' % shared[-1])
+    if args.older_first:
+        # bluetoothd before 5.80 files the link's end under the older object, so the newer
+        # stays Connected until bluetoothd restarts (phase restarted), and a Disconnect or
+        # RemoveDevice on it would wait for an end that never comes: the central leaves.
+        central.disconnect(path)
+        central.pump_until(lambda: not central.prop(path, 'org.bluez.Device1', 'Connected'), 20, 'the link to drop')
+        step('the central left; bluetoothd\'s objects with %s: %s' % (args.identity, identity_objects(central, args)))
+    else:
+        gattctl(args, 'disconnect', args.identity)
+        central.pump_until(lambda: not central.prop(path, 'org.bluez.Device1', 'Connected'), 20, 'the link to drop')
+        watch.wait(central, 'the disconnected event', before, event='disconnected', address=args.identity)
+        left = json.loads(gattctl(args, 'centrals', '--json').stdout)
+        if left:
+            raise CheckFailed('gattctl centrals after the disconnect: %s' % left)
+        step('gattctl disconnect %s dropped it; bluetoothd\'s objects: %s'
+             % (args.identity, identity_objects(central, args)))
+    close_window(central, args, watch)
+    watch.check_tracking()
 
 
 def phase_stranger(central, args):
     watch = Watch(args.watch)
-    privacy_on(central)
+    privacy_on(central, NEW_IRK)
     before = len(watch.events())
     path = find(central, args, SERVICE)
     t0 = time.monotonic()
@@ -360,7 +481,7 @@ def phase_stranger(central, args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('phase', choices=['first', 'return', 'restarted', 'stranger'])
+    parser.add_argument('phase', choices=['first', 'return', 'restarted', 'repair', 'stranger'])
     parser.add_argument('--adapter', default='hci1')
     parser.add_argument('--peer', default='00:AA:01:00:00:00')
     parser.add_argument('--identity', default='00:AA:01:01:00:01', help="this central's identity (hci1's address)")
@@ -370,13 +491,15 @@ def main():
     parser.add_argument('--window', type=int, default=20, help='first: seconds of pairing opened before the first contact')
     parser.add_argument('--targeted', action='store_true', help='bluetoothd sends a socket\'s values to its '
                         'central alone (5.79 and later)')
+    parser.add_argument('--older-first', action='store_true', help='bluetoothd finds the older of two objects '
+                        'with one address first (before 5.80; 5.80 puts new objects first, bluez/bluez #1095)')
     parser.add_argument('--shared', action='store_true', help='bluetoothd acquires one notify socket per '
                         'characteristic for all centrals (5.66 to 5.68)')
     args = parser.parse_args()
     if args.shared and args.targeted:
         parser.error('--shared and --targeted exclude each other')
     central = Central(args.adapter, timeout=30)
-    phases = {'first': phase_first, 'return': phase_return, 'restarted': phase_restarted, 'stranger': phase_stranger}
+    phases = {'first': phase_first, 'return': phase_return, 'restarted': phase_restarted, 'repair': phase_repair, 'stranger': phase_stranger}
     run(lambda: (central.power_on(), phases[args.phase](central, args)))
 
 

@@ -152,7 +152,8 @@ extension KnownProblems {
         where !table.contains(where: { explained.contains($0.id) && $0.refusal?.matches(refusal) == true }) {
             findings.append(
                 problem(
-                    "gattd-refused", "bluetoothd refused gattd's \(refusal.subject.rawValue)", refusal.message,
+                    "gattd-refused", "bluetoothd refused gattd's \(refusal.subject.rawValue)",
+                    "\(refusal.errorName): \(refusal.message)",
                     "look at bluetoothd's log (journalctl -u bluetooth) around the refusal; no known problem matches"))
         }
         return findings

@@ -26,11 +26,11 @@ public struct KnownProblem: Sendable {
             self.message = message
         }
 
-        /// True when `refusal` is this answer. A refusal read back from gattd's status has
-        /// no error name (`""`): then the message decides.
+        /// True when `refusal` is this answer: the same subject and error name, and the
+        /// message among bluetoothd's words (the daemon's own refusal, or one read back from
+        /// gattd's status, `Refusals`, both as bluetoothd gave them).
         public func matches(_ refusal: Refusal) -> Bool {
-            refusal.subject == subject && (refusal.errorName.isEmpty || refusal.errorName == errorName)
-                && refusal.message.includes(message)
+            refusal.subject == subject && refusal.errorName == errorName && refusal.message.includes(message)
         }
     }
 

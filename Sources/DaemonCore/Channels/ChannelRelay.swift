@@ -9,13 +9,22 @@ import SystemCalls
 /// datagram waits for room on its way out, nothing more is read on its way in (the kernel's
 /// credits then hold the central back). It ends when either side closes or fails, after
 /// what the closing side had sent is passed on where the other side can still take it.
+/// Each direction receives into a buffer of its own and sends from it: a datagram costs
+/// no allocation and no copy (bench/ceiling/channels, BENCHMARKS.md).
 public final class ChannelRelay {
     /// One direction's state.
     private struct Direction {
-        var pending: [UInt8]?
+        /// One byte more than the direction carries, so that a longer datagram is recognisable.
+        var buffer: [UInt8]
+        /// The length of the datagram in `buffer` waiting for room at the sink; nil when none.
+        var pending: Int?
         /// The source hung up: read what it still holds, then end.
         var sourceHungUp = false
         var bytes: UInt64 = 0
+
+        init(carrying limit: Int) {
+            buffer = [UInt8](repeating: 0, count: max(limit, 1) + 1)
+        }
     }
 
     public let central: Int32
@@ -23,9 +32,8 @@ public final class ChannelRelay {
     private let sendMTU: Int
     private var centralWatch: IOWatch?
     private var programWatch: IOWatch?
-    private var toProgram = Direction()
-    private var toCentral = Direction()
-    private var buffer: [UInt8]
+    private var toProgram: Direction
+    private var toCentral: Direction
     private let finished: (_ reason: String) -> Void
     public private(set) var isOpen = true
     /// Datagrams moved per direction per wake-up, so one busy channel cannot starve the loop.
@@ -44,8 +52,10 @@ public final class ChannelRelay {
         self.central = central
         self.program = program
         self.sendMTU = sendMTU
-        // One more byte than either side may send, so a longer datagram is recognisable.
-        buffer = [UInt8](repeating: 0, count: max(receiveMTU, sendMTU, 1) + 1)
+        // The central sends at most the receive MTU (the kernel holds it to it), the program
+        // may send at most the send MTU.
+        toProgram = Direction(carrying: max(receiveMTU, sendMTU))
+        toCentral = Direction(carrying: sendMTU)
         self.finished = finished
         centralWatch = loop.watch(fd: central, events: .readable) { [self] events in
             self.wake(centralEvents: events, programEvents: [])
@@ -98,18 +108,19 @@ public final class ChannelRelay {
         while direction.sourceHungUp || moved < Self.batch {
             moved += 1
             if direction.pending == nil {
-                let result = buffer.withUnsafeMutableBytes { SeqPacketSocket.receive(source, into: $0) }
+                // `count` is the datagram's real length (MSG_TRUNC), also when it is longer than the buffer.
+                let result = direction.buffer.withUnsafeMutableBytes { SeqPacketSocket.receive(source, into: $0) }
                 switch result {
                 case .datagram(let count):
                     if count == 0 { continue }  // An empty SDU carries nothing to pass on.
-                    if count >= buffer.count {
-                        return "the \(sourceName) sent a datagram of \(count) bytes, more than the channel carries"
-                    }
                     if count > limit {
                         return "the \(sourceName) sent \(count) bytes in one datagram, more than the central's MTU "
                             + "of \(limit) bytes (one datagram is one SDU)"
                     }
-                    direction.pending = Array(buffer[..<count])
+                    if count >= direction.buffer.count {
+                        return "the \(sourceName) sent a datagram of \(count) bytes, more than the channel carries"
+                    }
+                    direction.pending = count
                 case .wouldBlock:
                     return nil
                 case .closed:
@@ -123,10 +134,13 @@ public final class ChannelRelay {
                     return "reading from the \(sourceName) failed: \(error)"
                 }
             }
-            guard let bytes = direction.pending else { return nil }
-            switch bytes.withUnsafeBytes({ SeqPacketSocket.send(sink, $0) }) {
+            guard let count = direction.pending else { return nil }
+            let sent = direction.buffer.withUnsafeBytes {
+                SeqPacketSocket.send(sink, UnsafeRawBufferPointer(rebasing: $0[..<count]))
+            }
+            switch sent {
             case .sent:
-                direction.bytes += UInt64(bytes.count)
+                direction.bytes += UInt64(count)
                 direction.pending = nil
             case .wouldBlock:
                 return nil

@@ -237,7 +237,8 @@ public struct DoctorProbe {
         }
         let status: DBusValue
         switch session.call(
-            controlBusName, ControlNames.managerPath.rawValue, ControlNames.managerInterface, "GetStatus")
+            controlBusName, ControlNames.managerPath.rawValue, ControlNames.managerInterface,
+            ControlMethod.getStatus.rawValue)
         {
         case .success(let arguments) where arguments.first != nil:
             status = arguments[0]
@@ -246,36 +247,46 @@ public struct DoctorProbe {
         case .failure(let error):
             return (.init(running: true, note: "GetStatus failed: \(error.name): \(error.message)"), [])
         }
-        var state = DoctorFacts.Gattd(running: true)
-        let adapter = status.variantDictionaryValue("Adapter")?.asString
-        state.adapter = adapter?.isEmpty == false ? adapter : nil
-        state.registered = status.variantDictionaryValue("Registered")?.asBool
-        state.registration = status.variantDictionaryValue("Registration")?.asString
-        state.advertising = status.variantDictionaryValue("Advertising")?.asStringArray ?? []
-        state.lastError = status.variantDictionaryValue("LastError")?.asString
-        var refusals: [Refusal] = []
-        for entry in status.variantDictionaryValue("Advertisements")?.unwrappedVariant.dictionaryEntries ?? [] {
-            guard let id = entry.key.asString, let words = entry.value.asString else { continue }
-            state.advertisements.append((id, words))
-            if words.hasPrefix("refused: ") {
-                refusals.append(Refusal(subject: .advertisement, errorName: "", message: String(words.dropFirst(9))))
-            }
-        }
+        var channels: DBusValue?
         if case .success(let arguments) = session.call(
             controlBusName, ControlNames.managerPath.rawValue, ControlNames.managerInterface,
             ControlMethod.listChannels.rawValue)
         {
-            for channel in arguments.first?.asArray ?? [] {
-                guard let id = channel.variantDictionaryValue("Id")?.asString,
-                    let error = channel.variantDictionaryValue("Error")?.asString
-                else { continue }
-                state.channelErrors.append((id, error))
-            }
+            channels = arguments.first
         }
-        if let registration = state.registration, state.registered == false,
-            registration.hasPrefix("bluetoothd refused the application")
-        {
-            refusals.append(Refusal(subject: .application, errorName: "", message: registration))
+        return Self.gattdState(status: status, channels: channels)
+    }
+
+    /// What gattd's `GetStatus` (and `ListChannels`, when it answered) say: its state for
+    /// the report, and bluetoothd's refusals as gattd reports them (`Refusals`: the error's
+    /// name and message as bluetoothd gave them), for matching the known problems.
+    static func gattdState(status: DBusValue, channels: DBusValue?) -> (state: DoctorFacts.Gattd, refusals: [Refusal]) {
+        func value(_ key: ControlKey) -> DBusValue? { status.variantDictionaryValue(key.rawValue) }
+        var state = DoctorFacts.Gattd(running: true)
+        let adapter = value(.adapter)?.asString
+        state.adapter = adapter?.isEmpty == false ? adapter : nil
+        state.registered = value(.registered)?.asBool
+        state.registration = value(.registration)?.asString
+        state.advertising = value(.advertising)?.asStringArray ?? []
+        state.lastError = value(.lastError)?.asString
+        for entry in value(.advertisements)?.unwrappedVariant.dictionaryEntries ?? [] {
+            guard let id = entry.key.asString, let words = entry.value.asString else { continue }
+            state.advertisements.append((id, words))
+        }
+        for channel in channels?.asArray ?? [] {
+            guard let id = channel.variantDictionaryValue(ControlKey.id.rawValue)?.asString,
+                let error = channel.variantDictionaryValue(ControlKey.error.rawValue)?.asString
+            else { continue }
+            state.channelErrors.append((id, error))
+        }
+        var refusals: [Refusal] = []
+        for entry in value(.refusals)?.asArray ?? [] {
+            guard let subject = entry.variantDictionaryValue(ControlKey.subject.rawValue)?.asString
+                .flatMap(Refusal.Subject.init(rawValue:)),
+                let errorName = entry.variantDictionaryValue(ControlKey.errorName.rawValue)?.asString,
+                let message = entry.variantDictionaryValue(ControlKey.message.rawValue)?.asString
+            else { continue }
+            refusals.append(Refusal(subject: subject, errorName: errorName, message: message))
         }
         return (state, refusals)
     }

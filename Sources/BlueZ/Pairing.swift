@@ -1,15 +1,26 @@
 // SPDX-License-Identifier: MIT
 
 public import BLEModel
-public import BlueZ
-import DaemonCore
+public import DaemonCore
 public import Logging
 public import Mainloop
 
 /// Pairing (docs/security.md): the agent, the pairing window, the passkey reaching a
-/// person, and `bondedOnly`, carrying out what `PairingPolicy` decides. Nothing here runs
-/// when `security.pairing` is `none`, except `bondedOnly`, which needs no agent.
+/// person, and `bondedOnly`, carrying out what `PairingPolicy` decides with the pairing
+/// agent and window the `Peripheral` built. Nothing here runs when `security.pairing` is
+/// `none`, except `bondedOnly`, which needs no agent. What a person must see goes out as
+/// `Event`s (the daemon hands them to the control API).
 public final class Pairing {
+    /// What the pairing reports for a person to see, in the order it happens.
+    public enum Event: Equatable, Sendable {
+        /// A passkey (six digits) to type in at the central `address` (`display-passkey`).
+        case passkey(device: String, address: String, passkey: String)
+        /// Six digits to compare, waiting for a decision (`numeric-comparison`).
+        case confirmation(device: String, address: String, passkey: String)
+        /// The pairing window opened or closed; `secondsLeft` nil when closed or unlimited.
+        case window(open: Bool, secondsLeft: Int?)
+    }
+
     public let definition: SecurityDefinition
     public let agent: PairingAgent?
     public let window: PairingWindow?
@@ -22,6 +33,8 @@ public final class Pairing {
     public let confirmations: PendingConfirmations?
     /// The `onConfirm` programs deciding, by address.
     private var confirmPrograms: [String: ChildProcess] = [:]
+    /// Hears each `Event`; set before `start`.
+    public var onEvent: ((Event) -> Void)?
 
     /// Carries out `definition` with the peripheral's pairing agent and window (nil when it
     /// does not pair).
@@ -37,17 +50,9 @@ public final class Pairing {
         window = peripheral.window
     }
 
-    /// The pairing window as the control API sees it (nil when gattd does not pair).
-    public var controlWindow: ControlPort.Window? { window.map(ControlPort.Window.init) }
-
-    /// The pending numeric comparisons as the control API sees them (nil in other modes).
-    public var controlConfirmations: ControlPort.Confirmations? {
-        confirmations.map(ControlPort.Confirmations.init)
-    }
-
-    /// Sends the agent's passkeys and the window's changes to the control API, checks
-    /// centrals as they are found, and starts the first pairing window.
-    public func start(control: ControlManager, centrals: CentralWatch) {
+    /// Reports the agent's passkeys and confirmations and the window's changes
+    /// (`onEvent`), checks centrals as they are found, and starts the first pairing window.
+    public func start(centrals: CentralWatch) {
         // Centrals connected before gattd (or a restarted bluetoothd) listed them: checked too.
         centrals.onFoundConnected = { [unowned self, unowned centrals] device, address in
             self.centralConnected(device: device, address: address, centrals: centrals)
@@ -56,23 +61,22 @@ public final class Pairing {
         agent.pairingAllowed = { [unowned window] in window.isOpen }
         agent.centralAddress = { [unowned centrals] device in centrals.address(device: device) }
         agent.onRegistered = { [unowned window] in window.agentRegistered() }
-        agent.onEvent = { [unowned self, unowned control, unowned centrals] event in
+        agent.onEvent = { [unowned self, unowned centrals] event in
             switch event {
             case .passkey(let device, let address, let passkey):
-                self.showPasskey(
-                    device: device, address: address, passkey: passkey, control: control, centrals: centrals)
+                self.showPasskey(device: device, address: address, passkey: passkey, centrals: centrals)
             case .cancelled:
                 self.stopPasskeyProgram()
                 self.confirmations?.cancelAll(because: "bluetoothd cancelled the request")
             }
         }
         if confirmations != nil {
-            agent.onConfirmation = { [unowned self, unowned control] device, address, passkey, answer in
-                self.askConfirmation(device: device, address: address, passkey: passkey, control: control, answer: answer)
+            agent.onConfirmation = { [unowned self] device, address, passkey, answer in
+                self.askConfirmation(device: device, address: address, passkey: passkey, answer: answer)
             }
         }
-        window.onChange = { [unowned control] open, secondsLeft in
-            control.pairingEvent(open: open, secondsLeft: secondsLeft)
+        window.onChange = { [unowned self] open, secondsLeft in
+            self.onEvent?(.window(open: open, secondsLeft: secondsLeft))
         }
         window.start()
     }
@@ -116,13 +120,12 @@ public final class Pairing {
     }
 
     /// The passkey reaches a person: the `onPasskey` program with `GATTD_PASSKEY` in its
-    /// environment, the journal (`PASSKEY`, `DEVICE`) and the control API's `PasskeyDisplayed`.
+    /// environment, the journal (`PASSKEY`, `DEVICE`) and `Event.passkey` (the control API's
+    /// `PasskeyDisplayed`).
     /// Fail closed: when the program cannot start, the passkey is shown nowhere and the
     /// central is disconnected, which ends the pairing (bluetoothd sends `DisplayPasskey`
     /// without waiting for an answer, so an error reply would not).
-    private func showPasskey(
-        device: String, address: String, passkey: UInt32, control: ControlManager, centrals: CentralWatch
-    ) {
+    private func showPasskey(device: String, address: String, passkey: UInt32, centrals: CentralWatch) {
         let digits = PairingAgent.format(passkey: passkey)
         if let launch = policy.passkeyLaunch(passkey: digits, address: address, devicePath: device) {
             stopPasskeyProgram()
@@ -152,16 +155,16 @@ public final class Pairing {
         logger.notice(
             "passkey for pairing: \(digits)",
             metadata: ["passkey": "\(digits)", "device": "\(address)", "device.path": "\(device)"])
-        control.passkeyEvent(device: device, address: address, passkey: digits)
+        onEvent?(.passkey(device: device, address: address, passkey: digits))
     }
 
     /// Numeric comparison: the six digits reach a person (journal `PASSKEY`, `DEVICE`; the
-    /// control API's `PairingConfirmation`) and the `onConfirm` program, and the pairing
-    /// waits for `gattctl pairing confirm|reject`, the program's exit status, or the
-    /// timeout. Fail closed: a second request for the same central, or a program that
+    /// control API's `PairingConfirmation`, through `Event.confirmation`) and the `onConfirm`
+    /// program, and the pairing waits for `gattctl pairing confirm|reject`, the program's
+    /// exit status, or the timeout. Fail closed: a second request for the same central, or a program that
     /// cannot start, rejects at once.
     private func askConfirmation(
-        device: String, address: String, passkey: UInt32, control: ControlManager,
+        device: String, address: String, passkey: UInt32,
         answer: @escaping (Result<Void, PairingAgent.Rejection>) -> Void
     ) {
         guard let confirmations else { return answer(.failure(.init("numeric comparison is not offered"))) }
@@ -198,7 +201,7 @@ public final class Pairing {
                 "passkey": "\(digits)", "device": "\(address)", "device.path": "\(device)",
                 "timeout": "\(definition.confirmSeconds) s",
             ])
-        control.confirmationEvent(device: device, address: address, passkey: digits)
+        onEvent?(.confirmation(device: device, address: address, passkey: digits))
     }
 
     private func stopPasskeyProgram() {
