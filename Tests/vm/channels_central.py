@@ -1,30 +1,39 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """channels_central.py: a central on kernel L2CAP sockets for gattd's channels (run by
-scenarios/gattd-channels.sh with configs/channels.json). It reads the PSM from Apple's PSM
-characteristic over ATT (as an iOS app does before openL2CAPChannel) and opens an LE
-credit-based channel to it: the socket is bound to the own adapter's address with an LE
-address type, which makes it a credit-based one (Python's socket module cannot name the
-address type, hence ctypes, as in longwrite_att.py).
+scenarios/gattd-channels.sh with configs/channels.json). bluetoothd on the own adapter
+connects to gattd and reads the PSM from Apple's PSM characteristic (as an iOS app does
+before openL2CAPChannel); the channels are kernel sockets bound to the own adapter's address
+with an LE address type, which makes them credit-based ones (Python's socket module cannot
+name the address type, hence ctypes, as in longwrite_att.py). They ride the link bluetoothd
+holds: a channel socket that has to make its own link can meet btvirt's emulated controller
+while gattd's advertising is being switched off and on after a disconnection, and the
+kernel then waits 40 s and fails with EINPROGRESS (Tests/vm/README.md, gattd-channels).
 
-  read-psm                        prints the PSM of every PSM characteristic, in handle order
+  connect                         bluetoothd on --adapter finds gattd at --peer and connects
+                                  (services resolved): the link every step below uses
+  read-psm UUID...                prints the PSM in the PSM characteristic of each service,
+                                  in the order given (the link must be up)
   echo PSM BYTES [--kill PIDFILE] sends BYTES in SDUs of varied size (each numbered) while
                                   reading the echo; checks every SDU back, in order, none
                                   lost or doubled; with --kill, kills the pid in PIDFILE
                                   half way and expects the channel to close
-  refused PSM                     the channel is refused (connect fails)
-  parallel PSM BYTES --own2 ADDR  two channels (from --own and --own2, which may be the same)
+  refused PSM                     the channel is refused (connect fails); prints the errno
+  hold --holder ADDR              hci3 (--holder) advertises and bluetoothd on --adapter2
+                                  connects to it and keeps the link (btvirt hands the
+                                  peripheral the central's connection handle; see main())
+  parallel PSM BYTES --own2 ADDR  two channels, from --own and --own2 (another controller),
                                   echo at once
-  link-up                         bluetoothd has a link from --own to --peer (fails if not)
-  drop-link                       ends the link from --own to --peer if one is up
-                                  (Device1.Disconnect on the adapter whose Address is --own,
-                                  then Connected false): read-psm's raw ATT socket must make
-                                  its own link (see read_psms)
+  pair                            bluetoothd on --adapter pairs with gattd (Device1.Pair,
+                                  this central's own agent, KeyboardDisplay: just works),
+                                  connecting first if the link is gone
+  link-up                         bluetoothd has a link from --adapter to --peer (fails if not)
 
-usage: channels_central.py --own ADDR --peer ADDR COMMAND ...
+usage: channels_central.py --adapter NAME --own ADDR --peer ADDR COMMAND ...
 """
 import argparse
 import ctypes
+import errno
 import os
 import signal
 import socket
@@ -32,18 +41,20 @@ import struct
 import sys
 import threading
 import time
-import uuid as uuidlib
 
 import dbus
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bluezcentral import ADAPTER, DEVICE, Central, CheckFailed  # noqa: E402
-from longwrite_att import READ_BY_TYPE_REQ, Att, AttError  # noqa: E402
+from bluezcentral import ADAPTER, DEVICE, Central, CheckFailed, at_address, bound, full_uuid  # noqa: E402
+from centrals import HolderAdvertisement  # noqa: E402
+from security import CentralAgent, pair, register_agent  # noqa: E402
 
 AF_BLUETOOTH, BTPROTO_L2CAP, BDADDR_LE_PUBLIC = 31, 0, 1
 SOL_BLUETOOTH, BT_SNDMTU, BT_RCVMTU = 274, 12, 13
 SO_RCVBUFFORCE = 33
 PSM_UUID = 'abdd3056-28fa-441d-a470-55a75a52553a'
+# hold: the controller that advertises only so that another one can hold a link to it
+HOLDER_ADAPTER = 'hci3'
 # The central's receive MTU: the longest SDU gattd (and the program echoing) may send back.
 CENTRAL_MTU = 2048
 LIBC = ctypes.CDLL(None, use_errno=True)
@@ -53,39 +64,6 @@ def sockaddr_l2(address, psm):
     """struct sockaddr_l2: family, psm, bdaddr (reversed), cid 0, LE public (14 bytes)."""
     return struct.pack('<HH6sHBx', AF_BLUETOOTH, psm, bytes.fromhex(address.replace(':', ''))[::-1], 0,
                        BDADDR_LE_PUBLIC)
-
-
-def read_psms(own, peer):
-    """Every PSM characteristic's value, in handle order (Read By Type 0x2803, then Read).
-
-    The raw ATT socket (fixed CID 4) works only if it makes the link: when a channel socket
-    made it, bluetoothd on own's adapter put its ATT on it and keeps it up, and this connect
-    gets EBUSY (one user per fixed channel and link). drop-link ends such a link first."""
-    att = Att(own, peer)
-    try:
-        handles, start = [], 1
-        while start <= 0xFFFF:
-            try:
-                rsp = att.request(struct.pack('<BHHH', READ_BY_TYPE_REQ, start, 0xFFFF, 0x2803))
-            except AttError as e:
-                if e.code == 0x0A:
-                    break
-                raise
-            size, last = rsp[1], start
-            for i in range(2, len(rsp), size):
-                entry = rsp[i:i + size]
-                last, _, value_handle = struct.unpack('<HBH', entry[:5])
-                raw = entry[5:]
-                if len(raw) == 16 and str(uuidlib.UUID(bytes=raw[::-1])) == PSM_UUID:
-                    handles.append(value_handle)
-            start = last + 1
-        values = [att.read_long(h) for h in handles]
-        for value in values:
-            if len(value) != 2:
-                raise CheckFailed('a PSM characteristic holds %d bytes, not 2' % len(value))
-        return [struct.unpack('<H', v)[0] for v in values]
-    finally:
-        att.close()
 
 
 def links(own, peer):
@@ -105,26 +83,41 @@ def links(own, peer):
 
 
 def link_up(own, peer):
-    """A line saying that bluetoothd has a link from own's adapter to peer; CheckFailed if not."""
-    _, adapter, up = links(own, peer)
-    if not up:
-        raise CheckFailed('no link to %s on %s (Device1.Connected is not true)' % (peer, adapter))
-    return 'link to %s on %s is up (Device1.Connected)' % (peer, adapter)
-
-
-def drop_link(own, peer):
-    """Ends the link from own's adapter to peer, if bluetoothd has one up; returns a line
-    saying which."""
+    """The Central and the device path of bluetoothd's link from own's adapter to peer;
+    CheckFailed if there is none."""
     central, adapter, up = links(own, peer)
-    if not up:
-        return 'no link to %s on %s' % (peer, adapter)
-    for path in up:
+    if len(up) != 1:
+        raise CheckFailed('no link to %s on %s (no Device1 with that Address is Connected)' % (peer, adapter))
+    return central, up[0]
+
+
+def read_psms(own, peer, services, seconds):
+    """The PSM characteristic's value in each of services (UUIDs), read through bluetoothd
+    over the link it holds. Until `seconds` have passed (times SLOW), a read that fails or a
+    service that is missing is tried again: after gattd restarted, bluetoothd learns the
+    new database from Service Changed while the old objects are still there."""
+    central, device = link_up(own, peer)
+    deadline = time.monotonic() + bound(seconds)
+    while True:
         try:
-            central.disconnect(path)  # MGMT Disconnect: ends the link whoever holds it
-        except dbus.DBusException as e:
-            raise CheckFailed('drop-link: Device1.Disconnect of %s: %s: %s'
-                              % (peer, e.get_dbus_name(), e.get_dbus_message()))
-    return 'link to %s on %s dropped (Device1.Disconnect, then Connected false)' % (peer, adapter)
+            tree = central.gatt_tree(device)
+            values = []
+            for service in services:
+                chrcs = tree.get(full_uuid(service), {}).get('chrcs', {})
+                if PSM_UUID not in chrcs:
+                    raise CheckFailed('service %s has no PSM characteristic (has %s)' % (service, sorted(chrcs)))
+                values.append(central.read(chrcs[PSM_UUID]['path']))
+            break
+        except (CheckFailed, dbus.DBusException) as e:
+            if time.monotonic() >= deadline:
+                raise CheckFailed('reading the PSM characteristics: %s' % e)
+            # the next try in half a second, bluetoothd's signals handled meanwhile
+            again = time.monotonic() + 0.5
+            central.pump_until(lambda: time.monotonic() >= again, 1, 'the next try', scaled=False)
+    for service, value in zip(services, values):
+        if len(value) != 2:
+            raise CheckFailed('the PSM characteristic of %s holds %d bytes, not 2' % (service, len(value)))
+    return [struct.unpack('<H', v)[0] for v in values]
 
 
 def open_channel(own, peer, psm, timeout=40):
@@ -276,19 +269,83 @@ def echo(sock, total, kill=None, label='central', window=None):
     return time.monotonic() - started
 
 
+def connect(adapter, peer):
+    """bluetoothd on adapter forgets peer, finds it advertising and connects; a line saying so."""
+    central = Central.fresh(adapter, peer)
+    path, _ = central.discover(at_address(peer), what='gattd (%s) from %s' % (peer, adapter))
+    central.connect(path)
+    return '%s connected to gattd (%s), services resolved: the link the channels use' % (adapter, peer)
+
+
+def hold(adapter, holder):
+    """bluetoothd on adapter connects to holder, which advertises only for that, and keeps the
+    link after this process ends (bluetoothd's own connection). btvirt tells the peripheral
+    the central's connection handle, and a controller numbers its links from the same first
+    handle: without a link held first, this adapter's link to gattd would reach gattd's
+    controller with the handle of the first central's (Tests/vm/README.md, gattd-centrals)."""
+    central = Central.fresh(adapter, holder)
+    holder_central = Central(HOLDER_ADAPTER)
+    holder_central.power_on()
+    advertisement = HolderAdvertisement(central.bus)
+    holder_central.call(holder_central.adapter_path, 'org.bluez.LEAdvertisingManager1', 'RegisterAdvertisement',
+                        dbus.ObjectPath(advertisement.PATH), dbus.Dictionary({}, signature='sv'))
+    path, _ = central.discover(at_address(holder), what='%s (%s)' % (HOLDER_ADAPTER, holder))
+    try:
+        central.call(path, DEVICE, 'Connect', timeout=60)
+    except dbus.DBusException as e:
+        raise CheckFailed('%s could not connect to %s: %s: %s'
+                          % (adapter, holder, e.get_dbus_name(), e.get_dbus_message()))
+    holder_central.call(holder_central.adapter_path, 'org.bluez.LEAdvertisingManager1', 'UnregisterAdvertisement',
+                        dbus.ObjectPath(advertisement.PATH))
+    return '%s holds a link to %s (%s): its next link gets another handle' % (adapter, HOLDER_ADAPTER, holder)
+
+
+def pair_with(adapter, own, peer):
+    """bluetoothd on adapter (own's) pairs with peer, this central's own agent answering for
+    the central (just works); a line saying so. A link that a failed pairing ended (the
+    kernel disconnects then, and 5.82 drops the device object soon after) is made again
+    first: found by scanning if bluetoothd no longer knows peer, then Device1.Connect."""
+    central, adapter_path, up = links(own, peer)
+    central = Central(adapter)
+    made = ''
+    if up:
+        device = up[0]
+    else:
+        known = [path for path, interfaces in central.objects().items()
+                 if DEVICE in interfaces and str(interfaces[DEVICE].get('Adapter')) == adapter_path
+                 and str(interfaces[DEVICE].get('Address', '')).upper() == peer.upper()]
+        device = known[0] if known else central.discover(at_address(peer), what='gattd (%s)' % peer)[0]
+        central.connect(device)
+        made = 'the link made again (%s); ' % ('bluetoothd still knew gattd' if known else 'found by scanning')
+    agent = CentralAgent(central.bus)
+    register_agent(central, agent, 'KeyboardDisplay')
+    started = time.monotonic()
+    pair(central, device)
+    return '%spaired (just works) in %.1f s; this central\'s agent was asked: %s' % (
+        made, time.monotonic() - started, ', '.join(agent.calls) or 'nothing')
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument('--own', required=True)
-    parser.add_argument('--own2')
+    parser.add_argument('--adapter', default='hci1', help="the own adapter's name (bluetoothd's)")
+    parser.add_argument('--own', required=True, help="the own adapter's address (the channel sockets')")
+    parser.add_argument('--own2', help="another adapter's address (parallel's second channel)")
+    parser.add_argument('--adapter2', default='hci2', help='the adapter that holds a link (hold)')
+    parser.add_argument('--holder', help="hci3's address (hold)")
     parser.add_argument('--peer', required=True)
-    parser.add_argument('command', choices=['read-psm', 'echo', 'refused', 'parallel', 'link-up', 'drop-link'])
+    parser.add_argument('command', choices=['connect', 'read-psm', 'echo', 'refused', 'hold', 'parallel', 'pair',
+                                            'link-up'])
     parser.add_argument('args', nargs='*')
     parser.add_argument('--kill')
     parser.add_argument('--window', type=int, help='bytes sent and not yet echoed at most (default: no limit)')
-    args = parser.parse_args()
+    parser.add_argument('--retry', type=float, default=0,
+                        help='read-psm: seconds (times SLOW) in which failed reads are tried again')
+    args = parser.parse_intermixed_args()
     try:
-        if args.command == 'read-psm':
-            print(' '.join(str(psm) for psm in read_psms(args.own, args.peer)))
+        if args.command == 'connect':
+            print(connect(args.adapter, args.peer))
+        elif args.command == 'read-psm':
+            print(' '.join(str(psm) for psm in read_psms(args.own, args.peer, args.args, args.retry)))
         elif args.command == 'echo':
             psm, total = int(args.args[0]), int(args.args[1])
             sock = open_channel(args.own, args.peer, psm)
@@ -300,17 +357,22 @@ def main():
                       'gattd\'s MTU %d' % (total, seconds, total / seconds, send_mtu))
         elif args.command == 'refused':
             psm = int(args.args[0])
+            started = time.monotonic()
             try:
                 sock = open_channel(args.own, args.peer, psm)
             except OSError as e:
-                print('refused: %s' % e.strerror)
+                print('refused: %s (%s) after %.1f s' % (e.strerror, errno.errorcode.get(e.errno, e.errno),
+                                                        time.monotonic() - started))
                 return 0
             sock.close()
             raise CheckFailed('the channel to PSM %d opened; it should have been refused' % psm)
+        elif args.command == 'hold':
+            print(hold(args.adapter2, args.holder))
+        elif args.command == 'pair':
+            print(pair_with(args.adapter, args.own, args.peer))
         elif args.command == 'link-up':
-            print(link_up(args.own, args.peer))
-        elif args.command == 'drop-link':
-            print(drop_link(args.own, args.peer))
+            _, device = link_up(args.own, args.peer)
+            print('the link to %s is up (%s: Device1.Connected)' % (args.peer, device))
         elif args.command == 'parallel':
             psm, total = int(args.args[0]), int(args.args[1])
             results, failures = {}, []
@@ -323,17 +385,17 @@ def main():
                 except (OSError, CheckFailed) as e:
                     failures.append('%s: %s' % (label, e))
 
-            threads = [threading.Thread(target=one, args=(own, label))
-                       for own, label in ((args.own, 'channel 1'), (args.own2, 'channel 2'))]
+            labels = ((args.own, 'channel 1 from %s' % args.own), (args.own2, 'channel 2 from %s' % args.own2))
+            threads = [threading.Thread(target=one, args=pair_) for pair_ in labels]
             for t in threads:
                 t.start()
             for t in threads:
                 t.join(600)
             if failures or len(results) != 2:
                 raise CheckFailed('; '.join(failures) or 'a central did not finish')
-            print('parallel: two channels each echoed %d bytes in order (%.1f s, %.1f s)'
-                  % (total, results['channel 1'], results['channel 2']))
-    except (CheckFailed, OSError) as e:
+            print('parallel: two channels, from %s and %s, each echoed %d bytes in order (%.1f s, %.1f s)'
+                  % (args.own, args.own2, total, results[labels[0][1]], results[labels[1][1]]))
+    except (CheckFailed, OSError, dbus.DBusException) as e:
         print('FAIL: %s' % e)
         return 1
     return 0
