@@ -33,10 +33,11 @@ import sys
 import dbus
 
 from bluezcentral import CheckFailed, Central, at_address, bound, run, step
-from longwrite_att import AF_BLUETOOTH, BLOB_REQ, BTPROTO_L2CAP, READ_REQ, Att, sockaddr_l2
+from longwrite_att import (AF_BLUETOOTH, BLOB_REQ, BTPROTO_L2CAP, ERROR, EXEC_REQ, EXEC_RSP, PREP_REQ, PREP_RSP,
+                           READ_REQ, RESPONSES, Att, AttError, sockaddr_l2)
 
 SERVICE = '5ec0de10-1234-5678-1234-56789abc0031'
-LONG, SERVED, CMD, TICK, IND, SIG = ('5ec0de1%d-1234-5678-1234-56789abc0031' % n for n in range(1, 7))
+LONG, SERVED, CMD, TICK, IND, SIG, CMD2 = ('5ec0de1%d-1234-5678-1234-56789abc0031' % n for n in range(1, 8))
 LONG_VALUE = b''.join(b'%04d-long|' % n for n in range(0, 300, 10))
 ROUNDS = 3
 
@@ -126,6 +127,8 @@ def phase_central(args):
 
 
 SOL_BLUETOOTH, BT_RCVMTU, BT_MODE, BT_MODE_EXT_FLOWCTL, EATT_PSM = 274, 13, 15, 0x04, 0x27
+# The raw bearers' receive MTU, the least ECRED allows: a 150-byte value takes several pieces.
+BEARER_MTU = 64
 
 
 class Bearer(Att):
@@ -141,7 +144,7 @@ class Bearer(Att):
                 # The kernel takes these of a socket bound to an LE address only: the mode
                 # (one byte) and the receive MTU (two).
                 self.sock.setsockopt(SOL_BLUETOOTH, BT_MODE, bytes([BT_MODE_EXT_FLOWCTL]))
-                self.sock.setsockopt(SOL_BLUETOOTH, BT_RCVMTU, struct.pack('<H', 64))
+                self.sock.setsockopt(SOL_BLUETOOTH, BT_RCVMTU, struct.pack('<H', BEARER_MTU))
             raw = bytearray(sockaddr_l2(address, 0))
             struct.pack_into('<H', raw, 2, psm)
             if call(self.sock.fileno(), bytes(raw), len(raw)) != 0:
@@ -150,35 +153,101 @@ class Bearer(Att):
         self.sock.settimeout(timeout)
         self.peer_requests = []
 
+    def response(self):
+        """The response to the request sent last (answering the peer's own requests meanwhile);
+        an Error Response raises AttError."""
+        while True:
+            got = self.sock.recv(512)
+            if got[0] in RESPONSES:
+                if got[0] == ERROR:
+                    raise AttError(*struct.unpack('<BHB', got[1:5]))
+                return got
+            self._peer(got)
+
+    def request(self, pdu):
+        self.sock.send(pdu)
+        return self.response()
+
+
+def at_once(bearers, pdus):
+    """Sends each bearer its request before reading any response, so that they are under way
+    at once (one per bearer, as EATT allows); returns the responses in the same order."""
+    for bearer, pdu in zip(bearers, pdus):
+        bearer.sock.send(pdu)
+    return [bearer.response() for bearer in bearers]
+
+
+def read_at_once(bearers, handle, size, what):
+    """Long reads of `handle` on every bearer, each step sent on all of them at once; the
+    values must take several pieces (size bytes in all)."""
+    values = [rsp[1:] for rsp in at_once(bearers, [struct.pack('<BH', READ_REQ, handle)] * len(bearers))]
+    if not all(0 < len(v) < size for v in values):
+        raise CheckFailed('%s: a %d-byte value should take several pieces: first pieces of %s bytes'
+                          % (what, size, [len(v) for v in values]))
+    while any(len(v) < size for v in values):
+        going = [i for i, v in enumerate(values) if len(v) < size]
+        pieces = at_once([bearers[i] for i in going],
+                         [struct.pack('<BHH', BLOB_REQ, handle, len(values[i])) for i in going])
+        for i, rsp in zip(going, pieces):
+            if len(rsp) < 2:
+                raise CheckFailed('%s, bearer %d: an empty piece at offset %d' % (what, i, len(values[i])))
+            values[i] += rsp[1:]
+    return values
+
 
 def phase_raw(args):
-    """Two long reads of `served` on two EATT bearers of one central, their pieces in turn."""
+    """Concurrent requests of one central on two EATT bearers: reads of one characteristic,
+    long reads of a handler-served value (gattd's per-central long-read cache), long writes."""
     central = Central(args.adapter)
     central.power_on()
     central.forget(args.peer)
     fixed = Att(args.own, args.peer)
-    handle = fixed.characteristics().get(SERVED)
-    if handle is None:
-        raise CheckFailed('served not found by Read By Type')
+    handles = fixed.characteristics()
+    missing = [name for name, uuid in (('long', LONG), ('served', SERVED), ('cmd', CMD), ('cmd2', CMD2))
+               if uuid not in handles]
+    if missing:
+        raise CheckFailed('not found by Read By Type: %s' % missing)
     bearers = [Bearer(args.own, args.peer), Bearer(args.own, args.peer)]
-    step('two EATT bearers open (LE ECRED, PSM 39) beside the ATT fixed channel')
-    for round_ in range(2):
-        values = [bearer.request(struct.pack('<BH', READ_REQ, handle))[1:] for bearer in bearers]
-        if not all(0 < len(v) < 200 for v in values):
-            raise CheckFailed('a 200-byte value should take several pieces: first pieces of %s bytes'
-                              % [len(v) for v in values])
-        while any(len(v) < 200 for v in values):
-            for i, bearer in enumerate(bearers):
-                if len(values[i]) < 200:
-                    piece = bearer.request(struct.pack('<BHH', BLOB_REQ, handle, len(values[i])))[1:]
-                    if not piece:
-                        raise CheckFailed('bearer %d: an empty piece at offset %d' % (i, len(values[i])))
-                    values[i] += piece
-        answers = [one_value(v, 'round %d, bearer %d' % (round_ + 1, i)) for i, v in enumerate(values)]
-        if answers[0] != answers[1]:
-            raise CheckFailed('two long reads under way at once got answers %s' % answers)
-        step('round %d: two long reads of served interleaved on two bearers: one answer (%d)'
-             % (round_ + 1, answers[0]))
+    step('two EATT bearers open (LE ECRED, PSM 39, receive MTU %d) beside the ATT fixed channel' % BEARER_MTU)
+
+    # One stored characteristic read on both bearers at once, piece by piece.
+    for i, value in enumerate(read_at_once(bearers, handles[LONG], len(LONG_VALUE), 'long')):
+        if value != LONG_VALUE:
+            raise CheckFailed('long read on bearer %d: %r' % (i, value))
+    step('long (300 bytes) read on both bearers at once, each piece too: the stored value on both')
+
+    # A handler-served value: two long reads that start together and go on in turn are one
+    # answer (the second joins the first: LongReadCache); the next round is a new answer.
+    answers = []
+    for round_ in range(1, 3):
+        values = read_at_once(bearers, handles[SERVED], 200, 'served round %d' % round_)
+        got = [one_value(v, 'served round %d, bearer %d' % (round_, i)) for i, v in enumerate(values)]
+        if got[0] != got[1]:
+            raise CheckFailed('two long reads of served under way at once got answers %s' % got)
+        answers.append(got[0])
+        step('round %d: two long reads of served at once on two bearers: one answer (%d)' % (round_, got[0]))
+    if answers[0] == answers[1]:
+        raise CheckFailed('the second round should be a new answer of the handler: %s' % answers)
+
+    # Long writes on both bearers at once, to two characteristics: Prepare Write pieces in
+    # turn (bluetoothd may keep one prepare queue per central), then each bearer's Execute.
+    written = {CMD: bytes(range(1, 151)), CMD2: bytes(range(101, 251))}
+    piece = BEARER_MTU - 5
+    for at in range(0, 150, piece):
+        pdus = [struct.pack('<BHH', PREP_REQ, handles[uuid], at) + written[uuid][at:at + piece] for uuid in (CMD, CMD2)]
+        for pdu, rsp in zip(pdus, at_once(bearers, pdus)):
+            if rsp[0] != PREP_RSP or rsp[1:] != pdu[1:]:
+                raise CheckFailed('Prepare Write Response does not echo the request: %s vs %s' % (rsp.hex(), pdu.hex()))
+    for bearer in bearers:
+        rsp = bearer.request(struct.pack('<BB', EXEC_REQ, 1))
+        if rsp[0] != EXEC_RSP:
+            raise CheckFailed('Execute Write answered %s' % rsp.hex())
+    for uuid, name in ((CMD, 'cmd'), (CMD2, 'cmd2')):
+        stored = read_at_once(bearers, handles[uuid], 150, name)
+        if stored != [written[uuid]] * 2:
+            raise CheckFailed('%s after the long writes reads %s, wrote %s' % (name, [v.hex() for v in stored],
+                                                                          written[uuid].hex()))
+    step('150-byte long writes to cmd and cmd2 on two bearers at once: both values whole')
     for bearer in bearers:
         bearer.close()
     fixed.close()

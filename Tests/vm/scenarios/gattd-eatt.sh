@@ -1,12 +1,17 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# gattd-eatt: EATT as Debian 12 and Raspberry Pi OS bookworm ship it (issue 31): bluetoothd
-# with 5.66's default Channels = 3 (configs/bluetoothd-eatt.conf; later releases default to
-# 1) and a smaller MTU, and
-# the kernel's LE ECRED on (bluetooth.enable_ecred, which the 6.1 kernel leaves off; set
-# here for this scenario and put back after). The central is hci1 of the same bluetoothd,
-# EATT-capable too (Tests/vm/eatt.py): concurrent reads (long, handler-served), long
-# writes, notifications (socket and signal path) and indications, over the EATT bearers.
+# gattd-eatt: EATT as Raspberry Pi OS bookworm ships it (issue 31): bluetoothd 5.66 with
+# Debian 12's main.conf, which leaves [GATT] Channels at 5.66's default 3 (the ATT fixed
+# channel and two EATT bearers per central), on Debian 13's 6.12 kernel, which has LE ECRED
+# on (bluetooth.enable_ecred=1) as Raspberry Pi OS's 6.12 kernels do. run-suite runs it so
+# (TABLE: kernel:trixie, no --main-conf). Run on another shape it says so: on a kernel with
+# enable_ecred off it turns it on for itself (put back after); with -f it wants
+# configs/bluetoothd-eatt.conf (Channels = 3 for releases whose default is 1).
+# The centrals are hci1 of the same bluetoothd (Tests/vm/eatt.py): first one that speaks ATT
+# itself on two ECRED bearers of receive MTU 64 (reads of one characteristic, long reads of
+# a handler-served value at once, long writes at once), then bluetoothd's own client, which
+# opens its EATT bearers itself: concurrent reads (long, handler-served, short) and writes,
+# notifications (socket and signal path) and indications over the bearers.
 # EATT in use is proven from btmon: the Enhanced Credit Based connections succeeded and
 # ATT requests, notifications and indications went over PSM 39 channels.
 # Environment (run-guest --env): GATTD_BIN, GATTCTL_BIN (default: next to GATTD_BIN).
@@ -22,12 +27,32 @@ ecred_was=$(cat "$ECRED")
 gattd="" pids=()
 cleanup() { kill "${pids[@]}" $gattd 2>/dev/null; echo "$ecred_was" >"$ECRED"; }
 trap cleanup EXIT
-echo Y >"$ECRED"
-echo "enable_ecred: $ecred_was -> $(cat "$ECRED")"
-# The main.conf bluetoothd was started with (its -f).
+if [ "$ecred_was" = Y ]; then
+    echo "enable_ecred: Y as kernel $(uname -r) booted"
+else
+    echo Y >"$ECRED"
+    echo "enable_ecred: $ecred_was as kernel $(uname -r) booted, set to $(cat "$ECRED") for this scenario (not the shipped shape)"
+fi
+# The main.conf bluetoothd was started with: its -f, or Debian's /etc/bluetooth/main.conf.
 conf=$(tr '\0' '\n' <"/proc/$BLUETOOTHD_PID/cmdline" | sed -n '/^-f$/{n;p;}')
-grep -q '^ExchangeMTU = 100$' "${conf:-/nonexistent}" && grep -q '^Channels = 3$' "$conf" ||
-    { echo "FAIL: this scenario wants bluetoothd-eatt.conf (Channels = 3, 5.66's default)"; exit 1; }
+if [ -z "$conf" ]; then
+    # As shipped: the conffile of Debian's bluez package, unchanged, sets no Channels.
+    sum=$(dpkg-query -W -f='${Conffiles}\n' bluez | awk '$1 == "/etc/bluetooth/main.conf" { print $2 }')
+    [ -n "$sum" ] && [ "$(md5sum </etc/bluetooth/main.conf | cut -d' ' -f1)" = "$sum" ] ||
+        { echo "FAIL: /etc/bluetooth/main.conf is not the one bluez $(dpkg-query -W -f='${Version}' bluez) shipped"; exit 1; }
+    ! grep -Eq '^[[:space:]]*Channels[[:space:]]*=' /etc/bluetooth/main.conf ||
+        { echo "FAIL: /etc/bluetooth/main.conf sets Channels"; exit 1; }
+    version=${GATTD_VM_BLUEZ:-$(sed -n 's/.*Bluetooth daemon \([0-9.]*\)$/\1/p' "$OUT/bluetoothd.log" | head -n 1)}
+    case "$version" in
+        5.66) ;;
+        *) echo "FAIL: bluetoothd $version defaults to Channels = 1 (no EATT): run it with --main-conf configs/bluetoothd-eatt.conf"; exit 1 ;;
+    esac
+    echo "main.conf: /etc/bluetooth/main.conf as bluez $(dpkg-query -W -f='${Version}' bluez) shipped it (Channels unset: 3)"
+else
+    grep -q '^Channels = 3$' "$conf" ||
+        { echo "FAIL: bluetoothd runs with -f $conf: this scenario wants bluetoothd-eatt.conf (Channels = 3) or none"; exit 1; }
+    echo "main.conf: $conf (Channels = 3)"
+fi
 
 STATE=/var/lib/gattd-eatt
 mkdir -p "$STATE"
