@@ -34,10 +34,11 @@ import dbus
 
 from bluezcentral import CheckFailed, Central, at_address, bound, run, step
 from longwrite_att import (AF_BLUETOOTH, BLOB_REQ, BTPROTO_L2CAP, ERROR, EXEC_REQ, EXEC_RSP, PREP_REQ, PREP_RSP,
-                           READ_REQ, RESPONSES, Att, AttError, sockaddr_l2)
+                           READ_REQ, RESPONSES, Att, AttError, expect_att_error, sockaddr_l2)
 
 SERVICE = '5ec0de10-1234-5678-1234-56789abc0031'
-LONG, SERVED, CMD, TICK, IND, SIG, CMD2 = ('5ec0de1%d-1234-5678-1234-56789abc0031' % n for n in range(1, 8))
+LONG, SERVED, CMD, TICK, IND, SIG, CMD2, REL1, REL2 = ('5ec0de1%d-1234-5678-1234-56789abc0031' % n
+                                                     for n in range(1, 10))
 LONG_VALUE = b''.join(b'%04d-long|' % n for n in range(0, 300, 10))
 ROUNDS = 3
 
@@ -203,8 +204,8 @@ def phase_raw(args):
     central.forget(args.peer)
     fixed = Att(args.own, args.peer)
     handles = fixed.characteristics()
-    missing = [name for name, uuid in (('long', LONG), ('served', SERVED), ('cmd', CMD), ('cmd2', CMD2))
-               if uuid not in handles]
+    names = {LONG: 'long', SERVED: 'served', CMD: 'cmd', CMD2: 'cmd2', REL1: 'rel1', REL2: 'rel2'}
+    missing = [name for uuid, name in names.items() if uuid not in handles]
     if missing:
         raise CheckFailed('not found by Read By Type: %s' % missing)
     bearers = [Bearer(args.own, args.peer), Bearer(args.own, args.peer)]
@@ -229,25 +230,53 @@ def phase_raw(args):
     if answers[0] == answers[1]:
         raise CheckFailed('the second round should be a new answer of the handler: %s' % answers)
 
-    # Long writes on both bearers at once, to two characteristics: Prepare Write pieces in
-    # turn (bluetoothd may keep one prepare queue per central), then each bearer's Execute.
-    written = {CMD: bytes(range(1, 151)), CMD2: bytes(range(101, 251))}
-    piece = BEARER_MTU - 5
-    for at in range(0, 150, piece):
-        pdus = [struct.pack('<BHH', PREP_REQ, handles[uuid], at) + written[uuid][at:at + piece] for uuid in (CMD, CMD2)]
-        for pdu, rsp in zip(pdus, at_once(bearers, pdus)):
-            if rsp[0] != PREP_RSP or rsp[1:] != pdu[1:]:
-                raise CheckFailed('Prepare Write Response does not echo the request: %s vs %s' % (rsp.hex(), pdu.hex()))
+    # Long writes on both bearers at once, Prepare Write pieces in turn. bluetoothd keeps one
+    # prepare queue per central, which all its bearers share (docs/bluez-contract.md §13):
+    # two long writes under way at once are two entries of one queue, which its Execute
+    # Write takes as a reliable write. To characteristics without `reliable-write` it is
+    # refused whole (0x06) and nothing reaches gattd; to two with it, both are written
+    # whole by the first bearer's Execute Write, and the other's finds the queue empty.
+    def long_writes(first, second):
+        written = {first: bytes((n * 3 + 1) % 256 for n in range(150)),
+                   second: bytes((n * 5 + 2) % 256 for n in range(150))}
+        piece = BEARER_MTU - 5
+        for at in range(0, 150, piece):
+            pdus = [struct.pack('<BHH', PREP_REQ, handles[uuid], at) + written[uuid][at:at + piece]
+                    for uuid in (first, second)]
+            for pdu, rsp in zip(pdus, at_once(bearers, pdus)):
+                if rsp[0] != PREP_RSP or rsp[1:] != pdu[1:]:
+                    raise CheckFailed('Prepare Write Response does not echo the request: %s vs %s'
+                                      % (rsp.hex(), pdu.hex()))
+        return written
+
+    def stored(uuid):
+        """The value read on one bearer, piece by piece until a piece is empty or short."""
+        value = bearers[1].request(struct.pack('<BH', READ_REQ, handles[uuid]))[1:]
+        piece = value
+        while len(piece) >= BEARER_MTU - 3 and len(value) < 300:
+            piece = bearers[1].request(struct.pack('<BHH', BLOB_REQ, handles[uuid], len(value)))[1:]
+            value += piece
+        return value
+
+    long_writes(CMD, CMD2)
+    expect_att_error(lambda: bearers[0].request(struct.pack('<BB', EXEC_REQ, 1)), 0x06,
+                     'Execute Write of long writes to cmd and cmd2 under way at once')
+    if bearers[1].request(struct.pack('<BB', EXEC_REQ, 1))[0] != EXEC_RSP:
+        raise CheckFailed('the second Execute Write (the queue dropped) is not a success')
+    if stored(CMD) or stored(CMD2):
+        raise CheckFailed('cmd or cmd2 written although the Execute Write was refused: %r %r'
+                          % (stored(CMD), stored(CMD2)))
+    step('long writes to cmd and cmd2 at once on two bearers (one prepare queue): refused whole (0x06), '
+         'nothing written')
+    written = long_writes(REL1, REL2)
     for bearer in bearers:
-        rsp = bearer.request(struct.pack('<BB', EXEC_REQ, 1))
-        if rsp[0] != EXEC_RSP:
-            raise CheckFailed('Execute Write answered %s' % rsp.hex())
-    for uuid, name in ((CMD, 'cmd'), (CMD2, 'cmd2')):
-        stored = read_at_once(bearers, handles[uuid], 150, name)
-        if stored != [written[uuid]] * 2:
-            raise CheckFailed('%s after the long writes reads %s, wrote %s' % (name, [v.hex() for v in stored],
-                                                                          written[uuid].hex()))
-    step('150-byte long writes to cmd and cmd2 on two bearers at once: both values whole')
+        if bearer.request(struct.pack('<BB', EXEC_REQ, 1))[0] != EXEC_RSP:
+            raise CheckFailed('Execute Write of rel1 and rel2 failed')
+    for uuid in (REL1, REL2):
+        if stored(uuid) != written[uuid]:
+            raise CheckFailed('%s after the long writes reads %s, wrote %s'
+                              % (names[uuid], stored(uuid).hex(), written[uuid].hex()))
+    step('150-byte long writes to rel1 and rel2 (reliable-write) at once on two bearers: both values whole')
     for bearer in bearers:
         bearer.close()
     fixed.close()
