@@ -71,7 +71,8 @@ struct DoctorTests {
 
     @Test("what Channels means for phones depends on bluetoothd's version")
     func channelsForPhones() {
-        let v566 = BlueZVersion(5, 66), v582 = BlueZVersion(5, 82)
+        let v566 = BlueZVersion(5, 66)
+        let v582 = BlueZVersion(5, 82)
         // Unset: 5.66's default is 3 (EATT, opened by bluetoothd itself), 5.67's is 1.
         #expect(MainConfSettings.channelsForPhones(nil, version: v566).hasPrefix("up to 2 EATT bearers per phone"))
         #expect(MainConfSettings.channelsForPhones(nil, version: v566).contains("opens them itself"))

@@ -26,9 +26,11 @@ import ctypes
 import os
 import re
 import socket
+import select
 import struct
 import subprocess
 import sys
+import time
 
 import dbus
 
@@ -128,6 +130,7 @@ def phase_central(args):
 
 
 SOL_BLUETOOTH, BT_RCVMTU, BT_MODE, BT_MODE_EXT_FLOWCTL, EATT_PSM = 274, 13, 15, 0x04, 0x27
+FIND_INFO_REQ, WRITE_REQ, NOTIFY, INDICATE, CCC_UUID = 0x04, 0x12, 0x1B, 0x1D, 0x2902
 # The raw bearers' receive MTU, the least ECRED allows: a 150-byte value takes several pieces.
 BEARER_MTU = 64
 
@@ -170,6 +173,20 @@ class Bearer(Att):
         return self.response()
 
 
+class Fixed(Att):
+    """The ATT fixed channel, which makes the link."""
+
+    def ccc(self, value_handle):
+        """The Client Characteristic Configuration descriptor after a value handle (Find Information)."""
+        rsp = self.request(struct.pack('<BHH', FIND_INFO_REQ, value_handle + 1, value_handle + 2))
+        if rsp[1] == 1:  # 16-bit UUIDs: handle, UUID pairs
+            for at in range(2, len(rsp), 4):
+                handle, uuid = struct.unpack('<HH', rsp[at:at + 4])
+                if uuid == CCC_UUID:
+                    return handle
+        raise CheckFailed('no CCC after handle 0x%04x: %s' % (value_handle, rsp.hex()))
+
+
 def at_once(bearers, pdus):
     """Sends each bearer its request before reading any response, so that they are under way
     at once (one per bearer, as EATT allows); returns the responses in the same order."""
@@ -202,9 +219,10 @@ def phase_raw(args):
     central = Central(args.adapter)
     central.power_on()
     central.forget(args.peer)
-    fixed = Att(args.own, args.peer)
+    fixed = Fixed(args.own, args.peer)
     handles = fixed.characteristics()
-    names = {LONG: 'long', SERVED: 'served', CMD: 'cmd', CMD2: 'cmd2', REL1: 'rel1', REL2: 'rel2'}
+    names = {LONG: 'long', SERVED: 'served', CMD: 'cmd', CMD2: 'cmd2', REL1: 'rel1', REL2: 'rel2', TICK: 'tick',
+             SIG: 'sig', IND: 'ind'}
     missing = [name for uuid, name in names.items() if uuid not in handles]
     if missing:
         raise CheckFailed('not found by Read By Type: %s' % missing)
@@ -277,6 +295,42 @@ def phase_raw(args):
             raise CheckFailed('%s after the long writes reads %s, wrote %s'
                               % (names[uuid], stored(uuid).hex(), written[uuid].hex()))
     step('150-byte long writes to rel1 and rel2 (reliable-write) at once on two bearers: both values whole')
+
+    # Notifications (socket and signal path) and indications while the bearers are open:
+    # bluetoothd sends each on whichever bearer is free, so they are gathered from all three.
+    sockets = [fixed] + bearers
+    for uuid in (TICK, SIG, IND):
+        ccc = fixed.ccc(handles[uuid])
+        fixed.request(struct.pack('<BHH', WRITE_REQ, ccc, 2 if uuid == IND else 1))
+    step('subscribed to tick (socket), sig (signal) and ind (indications) over the ATT fixed channel')
+    for n in range(1, 4):
+        gattctl(args, 'set', 'tick', '--uint16', str(n))
+        gattctl(args, 'set', 'sig', '--uint16', str(10 + n))
+        gattctl(args, 'set', 'ind', '--uint16', str(20 + n))
+    wanted = {TICK: [1, 2, 3], SIG: [11, 12, 13], IND: [21, 22, 23]}
+    by_handle = {handles[uuid]: uuid for uuid in wanted}
+    arrived = {uuid: [] for uuid in wanted}
+    on = {uuid: set() for uuid in wanted}
+    deadline = time.monotonic() + bound(20)
+    while any(len(arrived[u]) < 3 for u in wanted) and time.monotonic() < deadline:
+        ready, _, _ = select.select([a.sock for a in sockets], [], [], max(0.0, deadline - time.monotonic()))
+        for i, att in enumerate(sockets):
+            if att.sock not in ready:
+                continue
+            pdu = att.sock.recv(512)
+            if pdu[0] in (NOTIFY, INDICATE) and struct.unpack('<H', pdu[1:3])[0] in by_handle:
+                uuid = by_handle[struct.unpack('<H', pdu[1:3])[0]]
+                arrived[uuid].append(int.from_bytes(pdu[3:], 'little'))
+                on[uuid].add(i)
+            att._peer(pdu)  # confirms an indication on the bearer it came on
+    names_of = {TICK: 'tick', SIG: 'sig', IND: 'ind'}
+    step('arrived: %s (on bearers %s; 0 is the ATT fixed channel)'
+         % ({names_of[u]: v for u, v in arrived.items()}, {names_of[u]: sorted(b) for u, b in on.items()}))
+    for uuid, values in wanted.items():
+        # Each value may go out on another bearer, and ATT orders only within one bearer.
+        if sorted(arrived[uuid]) != values:
+            raise CheckFailed('%s arrived as %s, expected %s, each once' % (names_of[uuid], arrived[uuid], values))
+    step('notifications (socket and signal path) and indications all arrived, each once')
     for bearer in bearers:
         bearer.close()
     fixed.close()
@@ -313,11 +367,13 @@ def main():
     if args.phase == 'handler':
         phase_handler(args)
         return
+    if not args.gattctl:
+        parser.error('%s needs --gattctl' % args.phase)
     if args.phase == 'raw':
         run(lambda: phase_raw(args))
         return
-    if not args.gattctl or not args.bluetoothd_log:
-        parser.error('central needs --gattctl and --bluetoothd-log')
+    if not args.bluetoothd_log:
+        parser.error('central needs --bluetoothd-log')
     run(lambda: phase_central(args))
 
 
