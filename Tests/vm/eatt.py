@@ -1,23 +1,27 @@
 # SPDX-License-Identifier: MIT
-"""EATT as Debian 12 and Raspberry Pi OS bookworm ship it (issue 31): bluetoothd with its
-default `[GATT] Channels = 3` on both sides (gattd's hci0 and the central hci1 of the same
-bluetoothd) and the kernel's LE ECRED on (`enable_ecred`), against gattd serving
-configs/eatt.json. Run by scenarios/gattd-eatt.sh.
+"""EATT as Raspberry Pi OS bookworm ships it (issue 31): bluetoothd 5.66 with its default
+`[GATT] Channels = 3` (Debian 12's main.conf leaves it unset) and the kernel's LE ECRED on
+(`enable_ecred`), against gattd serving configs/eatt.json. Run by scenarios/gattd-eatt.sh.
 
-  central   connects (bluetoothd's own client, which opens its EATT bearers itself once it
-            has seen gattd's EATT support), waits until bluetoothd says the EATT channels
-            are connected, subscribes to `tick` (acquireNotify), `sig` (signal path) and
-            `ind` (indications) at once, then, three times over, sends every request at once
-            so that they go out on several bearers: reads of `long` (300 bytes: Read Blob
-            requests), of `served` (a handler program answers a new 200-byte value each
-            time: a long read must still be one value), of `cmd`, and a 200-byte write to
-            `cmd`; then values set with gattctl reach it as notifications (socket and signal
-            path) and indications, each once.
-            Then a central that speaks ATT itself (kernel sockets on hci1: the ATT fixed
-            channel for the link, and two LE ECRED sockets to PSM 39, the EATT bearers) reads
-            `served` on both bearers at once, piece by piece in turn: both reads are one
-            answer of the handler, the same one (a second long read that starts while the
-            first is under way must not make the first one's pieces come from another value).
+  raw       a central that speaks ATT itself (kernel sockets on hci1: the ATT fixed channel
+            for the link, and two LE ECRED sockets to PSM 39, the EATT bearers, receive MTU
+            64) sends its requests on both bearers at once: reads of `long` (a stored
+            300-byte value, each piece on both bearers before either answer is read); long
+            reads of `served` (a handler program answers a new 200-byte value each time):
+            two that start together are one answer (a second long read that starts while
+            the first is under way must not make the first one's pieces come from another
+            value), the next round a new one; long writes to `cmd` and `cmd2` at once
+            (one prepare queue per central: refused whole, 0x06) and to `rel1` and `rel2`
+            (reliable-write: both whole); then it subscribes to `tick` (acquireNotify),
+            `sig` (signal path) and `ind` (indications), and values set with gattctl
+            arrive from the three bearers, each once.
+  central   bluetoothd's own client on hci1 as the central, for runs by hand (the scenario
+            does not run it: with 5.66 on both ends bluetoothd drops the bearers both
+            adapters opened at once, docs/bluez-contract.md §13): it connects, waits until
+            bluetoothd says the EATT channels are connected, subscribes to `tick`, `sig` and
+            `ind` at once, then, three times over, sends reads of `long`, `served`, `tick`,
+            `ind` and a 200-byte write to `cmd` at once; then values set with gattctl reach
+            it, each once.
   handler   the handler program for `served` (python/gattd): answers each read with a new
             value, 40 times "NNNN|" for its count N.
 """
