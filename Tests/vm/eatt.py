@@ -34,6 +34,7 @@ import select
 import struct
 import subprocess
 import sys
+import threading
 import time
 
 import dbus
@@ -307,15 +308,25 @@ def phase_raw(args):
         ccc = fixed.ccc(handles[uuid])
         fixed.request(struct.pack('<BHH', WRITE_REQ, ccc, 2 if uuid == IND else 1))
     step('subscribed to tick (socket), sig (signal) and ind (indications) over the ATT fixed channel')
-    for n in range(1, 4):
-        gattctl(args, 'set', 'tick', '--uint16', str(n))
-        gattctl(args, 'set', 'sig', '--uint16', str(10 + n))
-        gattctl(args, 'set', 'ind', '--uint16', str(20 + n))
+    # Set by another thread while this one gathers (and confirms indications at once):
+    # each characteristic has delivery "all", so every value is sent, none replaced.
+    failed = []
+
+    def set_values():
+        try:
+            for n in range(1, 4):
+                gattctl(args, 'set', 'tick', '--uint16', str(n))
+                gattctl(args, 'set', 'sig', '--uint16', str(10 + n))
+                gattctl(args, 'set', 'ind', '--uint16', str(20 + n))
+        except CheckFailed as e:
+            failed.append(e)
+    setter = threading.Thread(target=set_values)
+    setter.start()
     wanted = {TICK: [1, 2, 3], SIG: [11, 12, 13], IND: [21, 22, 23]}
     by_handle = {handles[uuid]: uuid for uuid in wanted}
     arrived = {uuid: [] for uuid in wanted}
     on = {uuid: set() for uuid in wanted}
-    deadline = time.monotonic() + bound(20)
+    deadline = time.monotonic() + bound(30)
     while any(len(arrived[u]) < 3 for u in wanted) and time.monotonic() < deadline:
         ready, _, _ = select.select([a.sock for a in sockets], [], [], max(0.0, deadline - time.monotonic()))
         for i, att in enumerate(sockets):
@@ -327,6 +338,9 @@ def phase_raw(args):
                 arrived[uuid].append(int.from_bytes(pdu[3:], 'little'))
                 on[uuid].add(i)
             att._peer(pdu)  # confirms an indication on the bearer it came on
+    setter.join()
+    if failed:
+        raise failed[0]
     names_of = {TICK: 'tick', SIG: 'sig', IND: 'ind'}
     step('arrived: %s (on bearers %s; 0 is the ATT fixed channel)'
          % ({names_of[u]: v for u, v in arrived.items()}, {names_of[u]: sorted(b) for u, b in on.items()}))
