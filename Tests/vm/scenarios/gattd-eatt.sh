@@ -86,7 +86,10 @@ counts=$(awk '/PSM 39 mode Enhanced Credit/ { eatt = 1; next }
               { eatt = 0 } END { for (k in n) printf "%s=%d\n", k, n[k] }' "$OUT/btmon.txt" | sort)
 echo "ATT PDUs on EATT bearers in Enhanced Credit mode (btmon):"; sed 's/^/  /' <<<"$counts"
 grep -o 'PSM 39 mode [A-Za-z ]*' "$OUT/btmon.txt" | sort | uniq -c | sed 's/^/  btmon: /'
-for op in 'Read Request' 'Read Blob Request' 'Prepare Write Request' 'Handle Value Notification' 'Handle Value Indication'; do
+# btmon decodes an ECRED PDU only when it fits one K-frame (the rest show as "malformed
+# attribute packet"): of the Prepare Writes (59-byte pieces) it decoded 1 in two runs, so
+# they are not required here; eatt.py checked each Prepare Write Response on its bearer.
+for op in 'Read Request' 'Read Blob Request' 'Handle Value Notification' 'Handle Value Indication'; do
     grep -q "^$op=" <<<"$counts" || { echo "FAIL: btmon shows no $op on an EATT bearer"; exit 1; }
 done
 kill -0 "$gattd" || { echo "FAIL: gattd exited"; exit 1; }
