@@ -69,6 +69,26 @@ struct DoctorTests {
         #expect(settings.count == 10)
     }
 
+    @Test("what Channels means for phones depends on bluetoothd's version")
+    func channelsForPhones() {
+        let v566 = BlueZVersion(5, 66)
+        let v582 = BlueZVersion(5, 82)
+        // Unset: 5.66's default is 3 (EATT, opened by bluetoothd itself), 5.67's is 1.
+        #expect(MainConfSettings.channelsForPhones(nil, version: v566).hasPrefix("up to 2 EATT bearers per phone"))
+        #expect(MainConfSettings.channelsForPhones(nil, version: v566).contains("opens them itself"))
+        #expect(MainConfSettings.channelsForPhones(nil, version: v582).hasPrefix("ATT only"))
+        #expect(MainConfSettings.channelsForPhones("1", version: v566).hasPrefix("ATT only"))
+        let set582 = MainConfSettings.channelsForPhones("2", version: v582)
+        #expect(set582.hasPrefix("up to 1 EATT bearer per phone"))
+        #expect(set582.contains("only the phone opens them") && !set582.contains("itself"))
+        #expect(MainConfSettings.channelsForPhones(nil, version: nil).contains("unknown"))
+        #expect(MainConfSettings.channelsForPhones("3", version: nil).contains("up to 5.66"))
+        #expect(MainConfSettings.channelsForPhones("x", version: v582).contains("not a number"))
+        let report = DoctorReport(facts: Self.facts(version: v566, mainConf: "[GATT]\n#Channels = 1\n"))
+        #expect(report.text.contains("  [GATT] Channels not set (default 3 in 5.66, 1 in 5.82 and 5.87)\n"
+            + "    for phones: up to 2 EATT bearers per phone"))
+    }
+
     @Test("every row has a unique id, a remedy and a reference")
     func tableIsWellFormed() {
         let ids = KnownProblems.table.map(\.id)

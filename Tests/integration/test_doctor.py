@@ -122,6 +122,9 @@ def test_a_healthy_board_finds_nothing(emulated, start_gattd, doctor, private_bu
     assert settings[("General", "Experimental")] == "true"
     assert settings[("General", "Privacy")] is None      # commented out: bluetoothd's default
     assert settings[("GATT", "KeySize")] == "16"
+    # Channels unset on 5.82: its default 1, ATT only.
+    assert settings[("GATT", "Channels")] is None
+    assert report["mainConf"]["channelsForPhones"].startswith("ATT only")
     state = report["gattdState"]
     assert state["running"] is True and state["registered"] is True and state["adapter"] == "hci0"
     assert sorted(state["advertising"]) == ["beacon", "main"]

@@ -38,6 +38,7 @@ extension DoctorReport {
                                 })
                         } ?? .null
                     ),
+                    ("channelsForPhones", facts.mainConf.settings == nil ? .null : .string(channelsForPhones)),
                 ])
             ),
             ("gattdState", gattdJSON),

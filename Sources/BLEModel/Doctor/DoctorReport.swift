@@ -114,8 +114,16 @@ public struct DoctorReport: Sendable {
         for setting in settings {
             let value = setting.value.map { "= \($0)" } ?? "not set (default \(setting.defaultValue))"
             lines.append("  [\(setting.section)] \(setting.key) \(value)")
+            if setting.section == "GATT", setting.key == "Channels" {
+                lines.append("    for phones: \(channelsForPhones)")
+            }
         }
         return lines
+    }
+
+    /// What `[GATT] Channels` means for phones on the bluetoothd found.
+    var channelsForPhones: String {
+        MainConfSettings.channelsForPhones(facts.mainConf.value("GATT", "Channels"), version: facts.bluetoothd.version)
     }
 
     var gattdLines: [String] {

@@ -23,6 +23,36 @@ public enum MainConfSettings {
                 + "encrypt-* and authenticated flags are not enforced"),
     ]
 
+    /// What `[GATT] Channels` (`value`: the file's, nil when unset) means for phones on
+    /// bluetoothd `version` (nil: not learnt), in one sentence (docs/bluez-contract.md §13).
+    public static func channelsForPhones(_ value: String?, version: BlueZVersion?) -> String {
+        // 5.67 made 1 the default and left opening EATT bearers to the side that started
+        // the connection, on an encrypted link only (BlueZ commits ab3ff0d2c, 1033a4623).
+        let changed = BlueZVersion(5, 67)
+        let channels: Int
+        if let value {
+            guard let number = Int(value), number >= 1 else {
+                return "Channels = \(value) is not a number of channels: bluetoothd keeps its default"
+            }
+            channels = number
+        } else if let version {
+            channels = version < changed ? 3 : 1
+        } else {
+            return "bluetoothd's version is unknown: unset means 3 (EATT on) up to 5.66 and 1 (ATT only) from 5.67"
+        }
+        if channels == 1 {
+            return "ATT only: a phone has one request under way at a time and opens no EATT bearer"
+        }
+        let bearers = "up to \(channels - 1) EATT bearer\(channels == 2 ? "" : "s") per phone besides ATT, "
+            + "one request under way on each (gattd serves them at once)"
+        let early =
+            "bluetoothd up to 5.66 opens them itself to any phone that offers EATT (Android 13 and later), "
+            + "paired or not; phones dropping after about 29 s or pairing in a loop went away with Channels = 1"
+        let late = "from 5.67 only the phone opens them, and only once the link is encrypted (a paired phone)"
+        guard let version else { return bearers + "; " + early + "; " + late }
+        return bearers + "; " + (version < changed ? early : late)
+    }
+
     /// Each watched setting with the file's value (nil when the file does not set it; a
     /// commented-out line does not count).
     public static func read(_ text: String) -> [DoctorFacts.Setting] {
