@@ -55,6 +55,8 @@ from bumble.l2cap import LeCreditBasedChannelSpec
 from bumble.pairing import PairingConfig, PairingDelegate
 from bumble.transport import open_transport
 
+from watchevents import read_events, unannounced
+
 MTU = 247
 NOTIFICATIONS = 5
 # Apple's L2CAP PSM characteristic, which gattd adds to the service a channel names.
@@ -129,14 +131,7 @@ class Watch:
         self.path = path
 
     def events(self):
-        out = []
-        with open(self.path) as f:
-            for line in f:
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    pass
-        return out
+        return read_events(self.path)
 
     async def wait(self, what, after, **fields):
         """The first event after the first `after` with these fields."""
@@ -150,23 +145,10 @@ class Watch:
     def check_tracking(self):
         """A program that knows centrals only from the events: every address an event names
         was announced (connected, or address-changed) before."""
-        known = set()
         events = self.events()
-        for event in events:
-            kind = event.get('event')
-            if kind == 'connected':
-                known.add(event['address'])
-            elif kind == 'address-changed':
-                if event['old-address'] not in known:
-                    raise CheckFailed(f'expected address-changed from an announced address, got {event}')
-                known.discard(event['old-address'])
-                known.add(event['address'])
-            elif kind == 'disconnected':
-                if event['address'] not in known:
-                    raise CheckFailed(f'expected disconnected to name an announced address, got {event}')
-                known.discard(event['address'])
-            elif kind == 'written' and event.get('address') and event['address'] not in known:
-                raise CheckFailed(f'expected a write to name an announced address, got {event}')
+        wrong = unannounced(events)
+        if wrong:
+            raise CheckFailed('expected %s, got %s' % wrong)
         step(f'a program following the events met only addresses it was told ({len(events)} events)')
 
 

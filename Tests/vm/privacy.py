@@ -46,6 +46,7 @@ import time
 import dbus
 
 from bluezcentral import CheckFailed, Central, bound, run, step
+from watchevents import read_events, unannounced
 from security import CentralAgent, auto_connect, auto_connect_end, btmgmt, chrcs, find, pair, register_agent
 
 SERVICE = '5ec0de00-1234-5678-1234-56789abc0031'
@@ -63,14 +64,7 @@ class Watch:
         self.path = path
 
     def events(self):
-        out = []
-        with open(self.path) as f:
-            for line in f:
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    pass
-        return out
+        return read_events(self.path)
 
     def wait(self, central, what, after=0, **fields):
         """The first event after the first `after` with these fields (pumping the central's
@@ -89,23 +83,11 @@ class Watch:
     def check_tracking(self):
         """A program that knows centrals only from the events: every address an event names
         was announced (connected, or address-changed) before."""
-        known = set()
-        for event in self.events():
-            kind = event.get('event')
-            if kind == 'connected':
-                known.add(event['address'])
-            elif kind == 'address-changed':
-                if event['old-address'] not in known:
-                    raise CheckFailed('address-changed from %s, never announced: %s' % (event['old-address'], event))
-                known.discard(event['old-address'])
-                known.add(event['address'])
-            elif kind == 'disconnected':
-                if event['address'] not in known:
-                    raise CheckFailed('disconnected names %s, never announced: %s' % (event['address'], event))
-                known.discard(event['address'])
-            elif kind == 'written' and event.get('address') and event['address'] not in known:
-                raise CheckFailed('a write names %s, never announced: %s' % (event['address'], event))
-        step('a program following the events met only addresses it was told (%d events)' % len(self.events()))
+        events = self.events()
+        wrong = unannounced(events)
+        if wrong:
+            raise CheckFailed('expected %s, got %s' % wrong)
+        step('a program following the events met only addresses it was told (%d events)' % len(events))
 
 
 def gattctl(args, *words, expect=0):
