@@ -166,6 +166,7 @@ def phase_first(central, args):
     if 'is not connected' not in done.stderr:
         raise CheckFailed('the old RPA should name no connected central: %s' % done.stderr.strip())
 
+    prebond_values(central, args, watch, reply, before)
     central.write(found[CMD]['path'], b'hello')
     written = watch.wait(central, 'the written event', before, event='written', id='cmd')
     if (written.get('address'), written.get('device')) != (args.identity, first['device']):
@@ -180,6 +181,39 @@ def phase_first(central, args):
     step('gattctl disconnect %s dropped it; the event names the identity' % args.identity)
     close_window(central, args, watch)
     watch.check_tracking()
+
+
+def prebond_values(central, args, watch, reply, before):
+    """Values over the subscription the central made from its RPA, now that it has bonded on
+    the same link (docs/bluez-contract.md §12). 5.66 (one shared socket): bluetoothd finds the
+    subscription by the address the link began with and sends the value for all. 5.79 and
+    later (a socket per central): bluetoothd looks for the subscription under the identity,
+    finds none and stops reading that socket; the value gattd sent it (`--to IDENTITY`, which
+    gattd accepts) and the value for all after it never arrive, and gattd, seeing its socket
+    keep them unread, closes it: `reply` unsubscribed, and a value for the central alone is
+    refused as "not subscribed" instead of lost in silence."""
+    base = reply_value(args)
+    mark = len(watch.events())
+    if not args.targeted:
+        gattctl(args, 'set', 'reply', '--uint16', str(base + 2))
+        got = central.wait_notifications(reply, 1, what='the value for all over the pre-bond subscription')
+        if got[-1] != uint16(base + 2):
+            raise CheckFailed('the value for all %s arrived as %s' % (uint16(base + 2).hex(), got[-1].hex()))
+        step('the value for all reached the central over the subscription it made from its RPA (%s)' % got[-1].hex())
+        return
+    gattctl(args, 'set', 'reply', '--uint16', str(base + 1), '--to', args.identity)
+    gattctl(args, 'set', 'reply', '--uint16', str(base + 2))
+    watch.wait(central, 'gattd to close the socket bluetoothd stopped reading', mark, event='unsubscribed', id='reply')
+    if central.notifications[reply]:
+        raise CheckFailed('a value over the pre-bond subscription arrived: %s' % central.notifications[reply])
+    log = open(args.gattd_log).read()
+    if 'bluetoothd stopped reading a central\'s notify socket' not in log:
+        raise CheckFailed('gattd did not say why the socket was closed')
+    done = gattctl(args, 'set', 'reply', '--uint16', str(base + 3), '--to', args.identity, expect=5)
+    if not re.search(r'not subscribed|no central is subscribed', done.stderr):
+        raise CheckFailed('a value for the central should be refused as not subscribed: %s' % done.stderr.strip())
+    step('neither value reached the central; gattd closed the socket bluetoothd stopped reading: %s'
+         % done.stderr.strip())
 
 
 def close_window(central, args, watch):
@@ -294,7 +328,7 @@ def targeted_value(central, args, watch, reply, before, device, kept=False, fres
     step('the central unsubscribed: reply is unsubscribed')
 
 
-def returning(central, args, device_path_check, kept=False, fresh=False, irk=IRK):
+def returning(central, args, device_path_check, kept=False, fresh=False, irk=IRK, moved=False):
     watch = Watch(args.watch)
     agent = CentralAgent(central.bus, forbid=True)
     register_agent(central, agent, 'NoInputNoOutput')
@@ -303,6 +337,9 @@ def returning(central, args, device_path_check, kept=False, fresh=False, irk=IRK
     path = central.device_path(args.peer)
     if not central.prop(path, 'org.bluez.Device1', 'Paired'):
         raise CheckFailed('this central lost its bond with %s' % args.peer)
+    cached = central.gatt_tree(path).get(SERVICE, {}).get('chrcs', {})
+    if moved and PLAIN not in cached:
+        raise CheckFailed('the central should have cached the table with plain: %s' % sorted(cached))
     auto_connect(central, path, args.peer)
     central.pump_until(lambda: bool(central.prop(path, 'org.bluez.Device1', 'ServicesResolved')), 30,
                        'services resolved')
@@ -312,6 +349,22 @@ def returning(central, args, device_path_check, kept=False, fresh=False, irk=IRK
     device_path_check(back['device'])
     step('returned (bluetoothd\'s object %s), announced as %s' % (back['device'], back['address']))
     found = chrcs(central, path, SERVICE)
+    if moved:
+        # gattd was reloaded without `plain` while the central was away: the attributes after
+        # it moved (docs/bluez-contract.md §10). The central must see the new table, and each
+        # characteristic it reads must give its own value.
+        if PLAIN in found:
+            raise CheckFailed('the central still lists plain after its return: %s' % sorted(found))
+        value = central.read(found[REPLY]['path'])
+        if value != uint16(reply_value(args)):
+            raise CheckFailed('read reply = %s, gattd holds %s' % (value.hex(), uint16(reply_value(args)).hex()))
+        step('the central sees the table of the reload while it was away (plain gone; %s)'
+             % ', '.join('%s at %s' % (name, found[uuid]['path'].rsplit('/', 1)[1])
+                         for name, uuid in (('secret', SECRET), ('reply', REPLY), ('cmd', CMD))))
+        if not re.search(r'returned after the GATT table changed while it was away.*%s' % re.escape(args.identity),
+                         open(args.gattd_log).read()):
+            raise CheckFailed('gattd did not log the return of a central that missed Service Changed')
+        step('gattd logged its return after the change it missed')
     targeted_value(central, args, watch, found[REPLY]['path'], before, back['device'], kept, fresh)
     secret = found[SECRET]['path']
     value = central.read(secret)
@@ -336,8 +389,9 @@ def phase_return(central, args):
     def same_object(device):
         if device.endswith('dev_' + args.identity.replace(':', '_')):
             raise CheckFailed('before a restart bluetoothd keeps the object of the first RPA, got %s' % device)
-    # A shared socket (5.66) is still held for the central's first subscription.
-    returning(central, args, same_object, kept=args.shared)
+    # gattd was reloaded while the central was away, which ended every subscription: `reply`
+    # is not subscribed until the central subscribes again.
+    returning(central, args, same_object, fresh=True, moved=True)
 
 
 def phase_restarted(central, args):

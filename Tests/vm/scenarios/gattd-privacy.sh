@@ -51,7 +51,9 @@ cleanup() { kill "${pids[@]}" $gattd 2>/dev/null; }
 trap cleanup EXIT
 STATE=/var/lib/gattd-privacy
 mkdir -p "$STATE"
-"$GATTD_BIN" --config "$VM/configs/privacy.json" --adapter hci0 --state-dir "$STATE" --log-level debug \
+CONFIG=$STATE/privacy.json
+cp "$VM/configs/privacy.json" "$CONFIG"
+"$GATTD_BIN" --config "$CONFIG" --adapter hci0 --state-dir "$STATE" --log-level debug \
     >>"$OUT/gattd.log" 2>&1 &
 gattd=$!
 wait_for_line "$OUT/gattd.log" 'GATT application registered' 60 || exit 1
@@ -86,9 +88,29 @@ done
 echo "== 1. first contact from an RPA, subscribe, bond, address change, write, disconnect"
 central first --window "$(bound 20)" "${sockets[@]}" || exit 1
 echo "phase 1 done ($(elapsed) s)"
-
+echo "== reload while it is away: the definition without plain, so the attributes after it move"
+handles() { "$GATTCTL_BIN" list --json | /usr/bin/python3 -c 'import json, sys
+print(" ".join("%s=%s" % (c["id"], c.get("handle")) for c in map(json.loads, filter(str.strip, sys.stdin))))'; }
+echo "handles before: $(handles)"
+/usr/bin/python3 - "$VM/configs/privacy.json" "$CONFIG" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c['services'][0]['characteristics'] = [x for x in c['services'][0]['characteristics'] if x['id'] != 'plain']
+json.dump(c, open(sys.argv[2], 'w'), indent=2)
+PY
+registered=$(count "$OUT/gattd.log" 'GATT application registered')
+kill -HUP "$gattd"
+wait_count "$OUT/gattd.log" 'GATT application registered' $((registered + 1)) 60 || exit 1
+echo "handles after: $(handles)"
+grep -E "bluetoothd will not send them Service Changed.*$HCI1_ADDR" "$OUT/gattd.log" | sed 's/^/gattd: /' | grep . ||
+    { echo "FAIL: gattd did not name $HCI1_ADDR as a central away that will miss Service Changed"; exit 1; }
+bt_mark=$(wc -l <"$OUT/bluetoothd.log")
 echo "== 2. the window closed: back from a new RPA (bondedOnly), targeted value, encrypted read without pairing"
 central return "${sockets[@]}" || exit 1
+# What bluetoothd (both ends here) logged since the reload: it sent the returning central
+# no Service Changed, and the central found the change by the Database Hash it reads on
+# connecting (docs/bluez-contract.md §12).
+echo "bluetoothd since the reload: $(tail -n +"$bt_mark" "$OUT/bluetoothd.log" | grep -c 'Service Changed received') Service Changed received, $(tail -n +"$bt_mark" "$OUT/bluetoothd.log" | grep -c 'DB Hash value:') Database Hash changed"
 echo "phase 2 done ($(elapsed) s)"
 
 echo "== 3. the central is reset: a new IRK, the same identity, paired again in a new window"
