@@ -12,12 +12,16 @@ what a program would do goes through gattctl (--gattctl). Phases:
             `connected` event names it, type random), subscribe to `reply` (acquireNotify), pair (just works):
             the `address-changed` event names the RPA and the identity; `gattctl centrals`
             and `bonds` show the identity; its old RPA names nobody (`--to RPA` is "not
-            connected"); a write is reported with the identity; `gattctl disconnect IDENTITY` drops the link and the `disconnected`
+            connected"); values over the subscription made from the RPA (`prebond_values`);
+            a write is reported with the identity; `gattctl disconnect IDENTITY` drops the link and the `disconnected`
             event names the identity. A program following only the events never meets an
             address it was not told.
-  return    after the pairing window closed: a power cycle gives a new RPA, the central
+  return    after the pairing window closed and gattd reloaded without `plain` (the
+            attributes after it moved): a power cycle gives a new RPA, the central
             connects again (auto-connect, as phones do) and stays connected (bondedOnly
-            keeps a bonded central), the `connected` event names the identity, it
+            keeps a bonded central), the `connected` event names the identity, it sees the
+            reloaded table and reads `reply` at its new handle, gattd logs its return after
+            the change it missed, `reply` is not subscribed until it subscribes, it
             subscribes to `reply` and `gattctl set reply --to IDENTITY` reaches it on a
             bluetoothd that targets sockets (5.82) and is refused as untargetable (never "not
             subscribed") on 5.66, where a value for all reaches it instead (first seen as the
@@ -246,7 +250,7 @@ def uint16(value):
     return (value % 0x10000).to_bytes(2, 'little')
 
 
-def targeted_value(central, args, watch, reply, before, device, kept=False, fresh=False, held=False):
+def targeted_value(central, args, watch, reply, before, device, fresh=False, held=False):
     """Subscribes to `reply` and sends it a value for this central alone, by its identity:
     it arrives where bluetoothd targets sockets (5.79 and later); 5.66 shares one socket and
     gattd refuses, saying so (never "not subscribed"), and a value for all reaches it.
@@ -257,37 +261,23 @@ def targeted_value(central, args, watch, reply, before, device, kept=False, fres
     for all must first show up as the watch's `changed` event (gattd wrote it), and only
     then is the notification awaited (bluetoothd sent it).
 
-    kept: 5.66 only, the central's return before bluetoothd restarted. bluetoothd kept the
-    subscription the central made from its first RPA (its CCC state, kept by that address
-    because the central is bonded) and with it the shared socket, so the central's new
-    subscription rides on that socket and brings no `AcquireNotify` (docs/bluez-contract.md
-    §12): `reply` is still subscribed before the central subscribes, and the value for all
-    reaches it through the socket gattd already has.
-
-    fresh: after bluetoothd restarted, no subscription survives (§6): `reply` must not be
-    subscribed before the central subscribes.
+    fresh: after bluetoothd restarted, or gattd re-registered its application (a reload),
+    no subscription survives (§6): `reply` must not be subscribed before the central
+    subscribes.
 
     held: 5.66 after a re-pair with a new IRK (phase repair): bluetoothd looks the identity
     up for each subscriber, finds the older object, which has no link, and keeps the value
     pending for it (§12), so only gattd's part is checked: the value for all written.
 
-    Either way, once the central unsubscribes `reply` must end unsubscribed: on 5.66 the
-    first value after the return dropped the record of the first RPA (§12)."""
-    if kept:
-        if not reply_subscribed(args):
-            raise CheckFailed('5.66 keeps the subscription of a bonded central from its first visit: '
-                              'reply should still be subscribed before it subscribes again')
-        central.subscribe(reply)
-        step('subscribed again: no AcquireNotify, bluetoothd uses the shared socket of the first visit')
-    else:
-        if fresh and reply_subscribed(args):
-            raise CheckFailed('no subscription survives a bluetoothd restart: reply is subscribed '
-                              'before the central subscribed')
-        central.subscribe(reply)
-        subscribed = watch.wait(central, 'central-subscribed reply', before, event='central-subscribed', id='reply')
-        if subscribed.get('device') not in (device if isinstance(device, list) else [device]):
-            raise CheckFailed('central-subscribed names %s, the central is %s' % (subscribed.get('device'), device))
-        step('subscribed through a new socket (central-subscribed %s)' % subscribed['device'])
+    Either way, once the central unsubscribes `reply` must end unsubscribed."""
+    if fresh and reply_subscribed(args):
+        raise CheckFailed('no subscription survives a restart or a reload: reply is subscribed '
+                          'before the central subscribed')
+    central.subscribe(reply)
+    subscribed = watch.wait(central, 'central-subscribed reply', before, event='central-subscribed', id='reply')
+    if subscribed.get('device') not in (device if isinstance(device, list) else [device]):
+        raise CheckFailed('central-subscribed names %s, the central is %s' % (subscribed.get('device'), device))
+    step('subscribed through a new socket (central-subscribed %s)' % subscribed['device'])
     base = reply_value(args)
     targeted, for_all = uint16(base + 1), uint16(base + 2)
     done = gattctl(args, 'set', 'reply', '--uint16', str(int.from_bytes(targeted, 'little')), '--to', args.identity,
@@ -320,7 +310,7 @@ def targeted_value(central, args, watch, reply, before, device, kept=False, fres
             if got[-1] != for_all:
                 raise CheckFailed('the value for all %s arrived as %s' % (for_all.hex(), got[-1].hex()))
             step('gattctl set reply (to all) reached the central through the %s socket (%s)'
-                 % ('kept shared' if kept else 'new shared', got[-1].hex()))
+                 % ('new shared', got[-1].hex()))
     central.unsubscribe(reply)
     watch.wait(central, 'reply unsubscribed', mark, event='unsubscribed', id='reply')
     if reply_subscribed(args):
@@ -328,7 +318,7 @@ def targeted_value(central, args, watch, reply, before, device, kept=False, fres
     step('the central unsubscribed: reply is unsubscribed')
 
 
-def returning(central, args, device_path_check, kept=False, fresh=False, irk=IRK, moved=False):
+def returning(central, args, device_path_check, fresh=False, irk=IRK, moved=False):
     watch = Watch(args.watch)
     agent = CentralAgent(central.bus, forbid=True)
     register_agent(central, agent, 'NoInputNoOutput')
@@ -365,7 +355,7 @@ def returning(central, args, device_path_check, kept=False, fresh=False, irk=IRK
                          open(args.gattd_log).read()):
             raise CheckFailed('gattd did not log the return of a central that missed Service Changed')
         step('gattd logged its return after the change it missed')
-    targeted_value(central, args, watch, found[REPLY]['path'], before, back['device'], kept, fresh)
+    targeted_value(central, args, watch, found[REPLY]['path'], before, back['device'], fresh)
     secret = found[SECRET]['path']
     value = central.read(secret)
     if value != b'for bonded phones':

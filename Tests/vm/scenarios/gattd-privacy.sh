@@ -7,14 +7,21 @@
 # throughout: it is the program that tracks centrals by the events' addresses.
 #   1. with pairing opened for a few seconds (bondedOnly drops a stranger while it is closed):
 #      first contact from an RPA, subscribe (acquireNotify), pair: address-changed RPA ->
-#      identity; centrals and bonds name the identity; a write is reported with the
-#      identity; disconnect by identity.
+#      identity; centrals and bonds name the identity; values over the subscription made
+#      from the RPA (5.66: a value for all arrives; 5.82: a value for the central and one
+#      for all vanish, and gattd closes the socket bluetoothd stopped reading, so `reply` is
+#      unsubscribed and `--to IDENTITY` refused; docs/bluez-contract.md §12); a write is
+#      reported with the identity; disconnect by identity.
+#   then, the central away: gattd reloads without `plain`, so the attributes after it move;
+#      gattd logs that the central will miss Service Changed (bluetoothd keeps it under the
+#      RPA, §12).
 #   2. the window closed: it returns from a new RPA, bondedOnly keeps it, the event names
-#      the identity; a value `--to IDENTITY` reaches it (5.82; 5.66 shares one socket:
-#      refused as such, never "not subscribed", and a value for all reaches it through the
-#      shared socket bluetoothd kept from its first visit: no AcquireNotify on 5.66,
-#      docs/bluez-contract.md §12); after it unsubscribes, `reply` is unsubscribed; an
-#      encrypted read needs no new pairing.
+#      the identity; it sees the reloaded table (no `plain`, `reply` reads gattd's value at
+#      its new handle: the BlueZ central checks the Database Hash; bluetoothd sent it no
+#      Service Changed, counted from its log) and gattd logs its return; `reply` is not
+#      subscribed until it subscribes; a value `--to IDENTITY` reaches it (5.82; 5.66 shares
+#      one socket: refused as such, never "not subscribed", and a value for all reaches it);
+#      after it unsubscribes, `reply` is unsubscribed; an encrypted read needs no new pairing.
 #   3. the central is reset: it forgets gattd, takes a new IRK (same identity) and pairs
 #      again while a window is open; bluetoothd keeps two objects with the identity
 #      (bluez/bluez #1095): gattctl bonds lists it once (bonded, connected), gattd logs the
