@@ -69,6 +69,7 @@ extension Daemon {
             return
         }
         flushState()
+        centrals.tableChanged()
         registrar.replaceApplication { [unowned self] in self.rebuildApplication(new) }
         // Registered before: READY=1 once registered again. Nothing was registered (no
         // bluetoothd or adapter): the tree was swapped at once and this sends it now.
