@@ -23,7 +23,9 @@ internal import SystemCalls
 /// handling (`closeLost`).
 extension AcquiredSockets {
     /// How long a quiet socket may keep bytes unread, on the clock that paces notifications.
-    static let unreadCheck = Duration.seconds(2)
+    /// bluetoothd reads a socket it still watches within milliseconds; 5 s leaves a board
+    /// whose bluetoothd is briefly starved of CPU well clear of being judged.
+    static let unreadCheck = Duration.seconds(5)
 
     /// A datagram went out on a central's own socket: counted, and a check armed unless
     /// one is pending. The notification hot path: an increment and a test when armed.

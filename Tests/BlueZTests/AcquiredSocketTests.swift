@@ -201,12 +201,15 @@ struct AcquiredSocketTests {
         s.f.service.set(stream, to: [1]) { _ in }
         s.f.clock.advance(by: .milliseconds(50))
         #expect(s.receive(read) == [1])
-        // The interval (2 s) is on the notifications' clock, which moves only here.
-        s.f.clock.advance(by: .seconds(2))
+        // The interval (5 s) is on the notifications' clock, which moves only here.
+        s.f.clock.advance(by: .seconds(5))
         s.f.settle(s.bluez.connection)
         var byte: UInt8 = 0
         #expect(recv(abandoned, &byte, 1, Int32(MSG_DONTWAIT | MSG_PEEK)) == 1, "values were sent since: not judged yet")
-        s.f.clock.advance(by: .seconds(2))
+        s.f.clock.advance(by: .seconds(4))
+        s.f.settle(s.bluez.connection)
+        #expect(recv(abandoned, &byte, 1, Int32(MSG_DONTWAIT | MSG_PEEK)) == 1, "before the quiet interval ends: kept")
+        s.f.clock.advance(by: .seconds(1))
         s.f.settle(s.bluez.connection)
         #expect(s.receive(abandoned) == [1], "what it held stays readable")
         #expect(s.hangsUp(abandoned), "unread through a quiet interval: closed")

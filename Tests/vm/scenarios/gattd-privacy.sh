@@ -49,7 +49,7 @@
 # over the pre-bond subscription and the reload while away (issue 31, item 2), four helpers'
 # guests queued on the 2 cores: main's scenario 61 s on 5.66 and 61 s on 5.82, this one 88
 # and 91 s on 5.66, 66 and 81 s on 5.82 (all passing); phase 1 +4 to +6 s (on 5.82 gattd
-# needs two 2 s checks to close the socket bluetoothd stopped reading), phase 2 with the
+# needed two 2 s checks, 5 s ones since, to close the socket bluetoothd stopped reading), phase 2 with the
 # reload +4 to +7 s, phases 3-5 the same work, slower under that load.
 # Environment (run-guest --env): GATTD_BIN, GATTCTL_BIN (default: next to GATTD_BIN).
 set -uo pipefail
