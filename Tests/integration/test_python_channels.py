@@ -18,9 +18,11 @@ The kernel side of channels is tested in the guest (Tests/vm/scenarios/gattd-cha
 
 import asyncio
 import errno
+import json
 import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
 
@@ -356,4 +358,50 @@ def test_without_bluetooth_the_channel_is_refused_to_a_taker(start_gattd, standi
                 assert failed.value.message == 'channel "log" does not listen (see gattd\'s log or gattd --doctor)'
             else:  # a host with Bluetooth: it listens and takes the taker
                 await app.take_channel("log", echo)
+    run(body())
+
+
+@pytest.mark.preload
+def test_program_channels_listen_always_and_one_that_cannot_start_is_closed(
+        start_gattd, standin, fake_l2cap, tmp_path):
+    """A channel with a `program` listens from the start (no taker involved); one whose
+    program cannot start is warned about at the start and at a reload, and each channel
+    to it is accepted by the kernel and closed by gattd at once, with the cause logged."""
+    name = "%d-%s" % (os.getpid(), tmp_path.name)
+    config = tmp_path / "programs.json"
+    config.write_text(json.dumps({
+        "version": 1,
+        "services": [
+            {"id": "a", "uuid": "FE59", "characteristics": [{"id": "x", "uuid": "2A19", "flags": ["read"],
+                                                             "value": {"uint8": 1}}]},
+            {"id": "b", "uuid": "FE5A", "characteristics": [{"id": "y", "uuid": "2A1A", "flags": ["read"],
+                                                             "value": {"uint8": 2}}]}],
+        "channels": [
+            {"id": "echo", "psm": "0x91", "service": "a", "program": {"argv": ["cat"]}},
+            {"id": "broken", "psm": "0x93", "service": "b", "program": {"argv": ["/nonexistent/channel-program"]}}]}))
+    env = {"LD_PRELOAD": fake_l2cap, "FAKE_L2CAP_NAME": name, "FAKE_L2CAP_PEER": PEER, "FAKE_L2CAP_SNDMTU": "100"}
+    if os.environ.get("ASAN_OPTIONS"):
+        env["ASAN_OPTIONS"] = os.environ["ASAN_OPTIONS"] + ":verify_asan_link_order=0"
+    g = start_gattd(str(config), env=env)
+    standin.call("WaitForApplication", dbus.UInt32(10000))
+    warned = g.child.wait_for_line("channel's program cannot start", 10)
+    assert warned is not None and "channel=broken" in warned, warned
+    assert g.child.wait_for_line("channel listening", 10)
+
+    async def body():
+        central = await asyncio.to_thread(Central, name, 0x91)
+        await asyncio.to_thread(central.send, b"hello\n")
+        assert await asyncio.to_thread(central.recv) == b"hello\n", "listening with no taker registered"
+        central.close()
+        since = logged(g)
+        broken = await asyncio.to_thread(Central, name, 0x93)
+        assert await asyncio.to_thread(broken.recv) == b"", "gattd closes the channel at once"
+        broken.close()
+        line = await wait_line(g, "channel refused: its program cannot start", since)
+        assert "channel=broken" in line and "address=" + PEER in line, line
+        # A reload checks again.
+        since = logged(g)
+        g.child.proc.send_signal(signal.SIGHUP)
+        again = await wait_line(g, "channel's program cannot start", since)
+        assert "channel=broken" in again, again
     run(body())
