@@ -164,10 +164,13 @@ wait_for_line "$OUT/gattd.log" 'channel closed: the central closed the channel.*
 echo "the encrypt channel opened after pairing and echoed ($(elapsed) s)"
 
 echo "== 3. a long-lived channel opened; echo through a relayed program, $BYTES bytes each way"
-rm -f "$OUT/long.fifo"; mkfifo "$OUT/long.fifo"
-central long "$fixed_psm" 45 <"$OUT/long.fifo" >"$OUT/long.log" 2>&1 &
+# The central waits on a FIFO for the go of step 8b (in the guest's /tmp: $OUT's file
+# system, shared with the host, has none).
+fifo=/tmp/gattd-channels-long.fifo
+rm -f "$fifo"; mkfifo "$fifo" || exit 1
+central long "$fixed_psm" 45 <"$fifo" >"$OUT/long.log" 2>&1 &
 long=$!
-exec 7>"$OUT/long.fifo"
+exec 7>"$fifo"
 wait_for_line "$OUT/long.log" '^opened: ' 30 || { cat "$OUT/long.log"; exit 1; }
 measured "relayed through cat" central echo "$echo_psm" "$BYTES" --window "$WINDOW" || echo_failed
 wait_for_line "$OUT/gattd.log" "channel closed: the central closed the channel.*bytes.in=$BYTES bytes.out=$BYTES" 30 \
