@@ -52,6 +52,9 @@ extension Daemon {
     private func apply(_ diff: ConfigurationDiff, _ new: Configuration) {
         logger.info("reloaded: \(diff.summary)")
         configuration = new
+        // Channels change only at a restart, but a channel's program may have been
+        // installed or removed since: say so now rather than at the next connection.
+        channels.checkPrograms()
         if !diff.restartOnly.isEmpty {
             logger.warning(
                 "changed settings take effect at the next start",
