@@ -618,25 +618,39 @@ class Central:
                 wrong.append(str(failure))
         return wrong
 
+    async def device_on(self, transport_name, name, address):
+        """A Bumble device of its own on another controller; closed when the program ends."""
+        transport = await bounded(open_transport(transport_name), 20, f'the transport {transport_name}')
+        await self.stack.enter_async_context(transport)
+        device = Device.from_config_with_hci(DeviceConfiguration(name=name, address=hci.Address(address)),
+                                             transport.source, transport.sink)
+        await bounded(device.power_on(), 30, f'{name} to power on')
+        return device
+
     async def other_central(self):
         """A second central on --other-transport (no privacy, its public address, never
-        bonded: it stays while pairing is open), connected to gattd; its transport closes
-        when the program ends."""
-        transport = await bounded(open_transport(self.args.other_transport), 20,
-                                  f'the transport {self.args.other_transport}')
-        await self.stack.enter_async_context(transport)
-        other = Device.from_config_with_hci(
-            DeviceConfiguration(name='gattd-bumble-other', address=hci.Address('F0:F1:F2:F3:F4:F6')),
-            transport.source, transport.sink)
-        await bounded(other.power_on(), 30, 'the other controller to power on')
+        bonded: it stays while pairing is open), connected to gattd. It first holds a link
+        to a third device (--holder-transport, advertising for that alone): btvirt tells the
+        peripheral the central's connection handle and files the link under the first handle
+        free at the peripheral, so the two ends agree only when both have the same handles
+        taken (Tests/vm/README.md, gattd-channels); hci0 has Bumble's link at 42, so hci2's
+        must be 43 too. Returns its address, that link and the holding link."""
+        holder = await self.device_on(self.args.holder_transport, 'gattd-bumble-holder', 'F0:F1:F2:F3:F4:F7')
+        other = await self.device_on(self.args.other_transport, 'gattd-bumble-other', 'F0:F1:F2:F3:F4:F6')
+        await holder.start_advertising(own_address_type=hci.OwnAddressType.RANDOM)
+        held = await bounded(other.connect(holder.random_address, transport=PhysicalTransport.LE,
+                                           own_address_type=hci.OwnAddressType.PUBLIC, timeout=None),
+                             30, f'the other central\'s link to the holder {holder.random_address}')
         connection = await bounded(
             other.connect(self.peer_address, transport=PhysicalTransport.LE,
                           own_address_type=hci.OwnAddressType.PUBLIC, timeout=None),
             30, f'the other central\'s connection to {self.peer_address}')
+        if connection.handle == held.handle:
+            raise CheckFailed(f'expected the link to gattd on another handle than the holding link, got {connection.handle}')
         disconnected = asyncio.get_running_loop().create_future()
         connection.on('disconnection', lambda reason: disconnected.done() or disconnected.set_result(reason))
         connection.disconnected = disconnected
-        return text(other.public_address), connection
+        return text(other.public_address), connection, held
 
     async def subscribe_reply(self, connection, sink):
         """Subscribes to `reply` by the handles discovered in phase 1, as a phone with a
@@ -663,7 +677,7 @@ class Central:
         mark = len(self.watch.events())
         await self.gattctl('pairing', 'open', str(120 * SLOW))
         await self.watch.wait('pairing open', mark, event='pairing', state='open')
-        other_address, other = await self.other_central()
+        other_address, other, held = await self.other_central()
         seen = await self.watch.wait('the other central\'s connected event', mark, event='connected',
                                      address=other_address)
         mine, theirs = [], []
@@ -718,6 +732,7 @@ class Central:
         await self.disconnect(other)
         await self.watch.wait('the other central\'s disconnected event', leaving, event='disconnected',
                               address=other_address)
+        await held.disconnect()
 
     async def repair(self):
         """The phone is reset: it forgets gattd, takes a new IRK (the same identity) and
@@ -916,6 +931,8 @@ async def main():
                         help='the IRK of the phone that never bonded (its identity is never given)')
     parser.add_argument('--other-transport', required=True,
                         help='a second controller for a second central (targeted values), e.g. hci-socket:2')
+    parser.add_argument('--holder-transport', required=True,
+                        help='a third controller the second central holds a link to first (btvirt), e.g. hci-socket:3')
     parser.add_argument('--targeted', action='store_true',
                         help="bluetoothd sends a socket's values to its central alone (5.79 and later)")
     parser.add_argument('--older-first', action='store_true', help='bluetoothd finds the older of two objects '

@@ -19,7 +19,8 @@
 # identity), encrypts with its bond when gattd's bluetoothd asks (SMP Security Request;
 # docs/bluez-contract.md §11 says why not at once), and reads by the handles it discovered
 # before, without rediscovery: each characteristic must give its own value. Then, with a
-# second Bumble central on hci2 (public address, not bonded, in an open pairing window), both
+# second Bumble central on hci2 (public address, not bonded, in an open pairing window; it
+# first holds a link to a Bumble device on hci3, for btvirt's connection handles), both
 # subscribed to `reply`: a value `--to` the identity reaches Bumble and not the other (5.82;
 # 5.66 shares one socket and refuses `--to`), a value for all reaches both. Bumble is reset
 # (keys forgotten, a new IRK) and pairs again: one bond and one central for the identity.
@@ -58,21 +59,21 @@ start_gattd() {
 start_gattd 1
 echo "gattd serves bumble.json on hci0 ($(elapsed) s)"
 
-# hci1 and hci2 to Bumble: down first (the kernel refuses the user channel of a controller
+# hci1, hci2 and hci3 to Bumble: down first (the kernel refuses the user channel of a controller
 # that is up).
-for hci in hci1 hci2; do
+for hci in hci1 hci2 hci3; do
     dbus-send --system --print-reply --dest=org.bluez /org/bluez/$hci org.freedesktop.DBus.Properties.Set \
         string:org.bluez.Adapter1 string:Powered variant:boolean:false >/dev/null \
         || { echo "FAIL: could not power $hci off through bluetoothd"; exit 1; }
 done
-for hci in hci1 hci2; do
+for hci in hci1 hci2 hci3; do
     deadline=$(( $(date +%s) + 20 ))
     until hciconfig $hci | grep -q DOWN; do
         [ "$(date +%s)" -lt "$deadline" ] || { echo "FAIL: expected $hci DOWN after Powered=false, got:"; hciconfig $hci; exit 1; }
         sleep 0.2
     done
 done
-echo "hci1 and hci2 are down; Bumble takes them over the HCI user channel ($(elapsed) s)"
+echo "hci1, hci2 and hci3 are down; Bumble takes them over the HCI user channel ($(elapsed) s)"
 # 5.79 and later send a socket's values to its central alone; before 5.80 a lookup by address
 # finds the older of two objects with it (gattd-privacy.sh says more).
 version=${GATTD_VM_BLUEZ:-$(sed -n 's/.*Bluetooth daemon \([0-9.]*\)$/\1/p' "$OUT/bluetoothd.log" | head -n 1)}
@@ -84,7 +85,8 @@ echo "bluetoothd $version ${flags[*]}"
 fifo=$(mktemp -u /tmp/gattd-bumble-go.XXXXXX)
 mkfifo "$fifo"
 "$BUMBLE_PYTHON" -u "$VM/bumble_central.py" --transport hci-socket:1 --peer "$HCI0_ADDR" --config "$CONFIG" \
-    --other-transport hci-socket:2 "${flags[@]}" --gattctl "$GATTCTL_BIN" --watch "$OUT/watch.json" --gattd-log "$OUT/gattd.log" --debug-log "$OUT/bumble-debug.log" <"$fifo" >"$OUT/bumble.log" 2>&1 &
+    --other-transport hci-socket:2 --holder-transport hci-socket:3 "${flags[@]}" \
+    --gattctl "$GATTCTL_BIN" --watch "$OUT/watch.json" --gattd-log "$OUT/gattd.log" --debug-log "$OUT/bumble-debug.log" <"$fifo" >"$OUT/bumble.log" 2>&1 &
 bumble=$!
 pids+=("$bumble")
 exec 3>"$fifo"
