@@ -69,7 +69,7 @@ STARTED = time.monotonic()  # before Bumble's imports, which take seconds under 
 
 from bumble import hci
 from bumble.att import ATT_Error
-from bumble.core import AdvertisingData, PhysicalTransport
+from bumble.core import AdvertisingData, ConnectionError as BumbleConnectionError, PhysicalTransport
 from bumble.device import Device, DeviceConfiguration, Peer
 from bumble.gatt import GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR
 from bumble.l2cap import LeCreditBasedChannelSpec
@@ -229,7 +229,9 @@ class Central:
         with open(self.args.gattd_log, errors='replace') as f:
             return f.read().splitlines()
 
-    async def find_gattd(self):
+    async def find_gattd(self, device=None):
+        """Scans (from `device`, Bumble's own by default) until gattd advertises connectably."""
+        device = device or self.device
         name = self.config['advertisements'][0]['localName']
         want = hci.Address(self.args.peer, hci.Address.PUBLIC_DEVICE_ADDRESS)
         found = asyncio.get_running_loop().create_future()
@@ -243,13 +245,13 @@ class Central:
             if local == name and advertisement.is_connectable:
                 found.set_result(advertisement)
 
-        self.device.on('advertisement', on_advertisement)
-        await self.device.start_scanning(filter_duplicates=False)
+        device.on('advertisement', on_advertisement)
+        await device.start_scanning(filter_duplicates=False)
         try:
             advertisement = await bounded(found, 30, f'a connectable advertisement named {name!r} from {want}')
         finally:
-            self.device.remove_listener('advertisement', on_advertisement)
-            await self.device.stop_scanning()
+            device.remove_listener('advertisement', on_advertisement)
+            await device.stop_scanning()
         self.peer_address = advertisement.address
         step(f'scan: {advertisement.address} advertises {name!r} (RSSI {advertisement.rssi})')
 
@@ -650,10 +652,21 @@ class Central:
         """The second central (prepare_other) connected to gattd: its address, that link and
         the holding link."""
         other, held = await prepared
-        connection = await bounded(
-            other.connect(self.peer_address, transport=PhysicalTransport.LE,
-                          own_address_type=hci.OwnAddressType.PUBLIC, timeout=None),
-            30, f'the other central\'s connection to {self.peer_address}')
+        # As a phone does, it connects once it has seen gattd advertise: btvirt refuses a
+        # connection at once (0x3E) while the peripheral is not advertising (on 5.66 with
+        # Linux 6.1 it was not, right after Bumble's connection).
+        for attempt in range(1, 4):
+            await self.find_gattd(other)
+            try:
+                connection = await bounded(
+                    other.connect(self.peer_address, transport=PhysicalTransport.LE,
+                                  own_address_type=hci.OwnAddressType.PUBLIC, timeout=None),
+                    30, f'the other central\'s connection to {self.peer_address}')
+                break
+            except BumbleConnectionError as error:
+                if attempt == 3:
+                    raise CheckFailed(f'expected the other central to connect to gattd, got {error} three times') from None
+                step(f'the other central\'s connection failed ({error}); it scans again')
         if connection.handle == held.handle:
             raise CheckFailed(f'expected the link to gattd on another handle than the holding link, got {connection.handle}')
         disconnected = asyncio.get_running_loop().create_future()
