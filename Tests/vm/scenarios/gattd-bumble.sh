@@ -105,7 +105,7 @@ bumble_phase() {
         [ "$(elapsed | cut -d. -f1)" -lt 380 ] || { echo "FAIL: Bumble's phase $1 not done after 380 s"; cat "$OUT/bumble.log"; exit 1; }
         sleep 0.2
     done
-    tail -n +$((shown + 1)) "$OUT/bumble.log" | grep -v '^DEBUG\|^INFO\|^WARNING\|^phase'
+    tail -n +$((shown + 1)) "$OUT/bumble.log" | grep -v '^DEBUG\|^INFO\|^WARNING\|^phase [0-9] done$'
     shown=$(wc -l <"$OUT/bumble.log")
     echo "Bumble phase $1 done ($(elapsed) s)"
 }
