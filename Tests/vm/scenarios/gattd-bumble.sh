@@ -28,8 +28,8 @@
 # object is dev_<identity>, the newer bond encrypts, cached handles read. Last, an RPA of a
 # third IRK that never bonded is dropped by bondedOnly (gattd's log line says why).
 # Times (scenario.log, Tests/vm/README.md says more): before the targeted values, re-pair,
-# bluetoothd restart and stranger 24.7 s on 5.66 and 25.5 s on 5.82; with them 37.3 s on
-# 5.66 and 51.3 s on 5.82 (twice), the new steps about 11 and 14 s of that.
+# bluetoothd restart and stranger 24.7 s on 5.66 and 25.5 s on 5.82; with them 37.3 and
+# 34.3 s on 5.66 and 51.3 s twice on 5.82, the new steps about 11 and 14 s of that.
 # Environment (run-guest --env): GATTD_BIN, GATTCTL_BIN (default: next to GATTD_BIN),
 # BUMBLE_PYTHON (the venv's python; run-suite sets it from prepare-bumble --path).
 set -uo pipefail
