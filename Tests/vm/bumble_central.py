@@ -7,7 +7,8 @@ gattd configuration (--config); gattd's events come from `gattctl watch --json` 
 started by the scenario). Bumble uses LE privacy as a phone does: an IRK of its own
 (--irk), connections from resolvable private addresses (RPAs) made from it, and its
 identity (hci1's public address and the IRK) given when it bonds. One process, two
-phases, so that the controller and the bond stay in Bumble's hands throughout:
+phases, so that the controller and the bond stay in Bumble's hands throughout (the
+scenario restarts gattd between 1 and 2 and its bluetoothd between 3 and 4):
 
 1. scan for gattd's advertisement, open gattd's pairing window (`gattctl pairing open`, the
    person pressing the button: the definition has bondedOnly), connect from an RPA (the
@@ -29,7 +30,26 @@ phases, so that the controller and the bond stay in Bumble's hands throughout:
    the identity), wait for the peripheral's SMP Security Request, encrypt with the bond's
    key (no new pairing), and read every readable characteristic by the handle discovered in
    phase 1, without any discovery: each must give that characteristic's own value (the
-   encrypt-read one and the PSM included); gattd keeps the link; disconnect.
+   encrypt-read one and the PSM included); gattd keeps the link. Then targeted values: the
+   pairing window opens, a second central (--other-transport, public address, not bonded)
+   connects, both subscribe to `reply` (acquireNotify) by the cached handles; `gattctl set
+   reply --to IDENTITY` reaches this central and not the other (--targeted: 5.79 and
+   later) or is refused as untargetable (5.66), and a value for all reaches both; the other
+   leaves, this central disconnects;
+3. the phone is reset: Bumble forgets its keys, takes a new IRK (--new-irk), connects from an
+   RPA of it (a new object on gattd's side) and pairs again in the open window: the
+   `address-changed` event names the identity, `gattctl bonds` and `centrals` list it once,
+   gattd logs "central paired again (new IRK)" with the new object, the encrypt-read value
+   reads over the new keys; disconnect, the window closed; print "phase 3 done" and wait for
+   a line on stdin (the scenario restarts gattd's bluetoothd meanwhile);
+4. from a new RPA of the new IRK, pairing closed: announced as the identity on
+   .../dev_<identity> (bluetoothd loaded the bond from storage), one bond, encryption with
+   the newer bond when asked (no new pairing), the encrypted values (and `reply`'s last
+   value for all) read by cached handles; disconnect;
+5. another phone: Bumble forgets its keys again and connects from an RPA of a third IRK
+   (--stranger-irk) that never bonded (its identity is never given): gattd (bondedOnly,
+   pairing closed) drops it, logging "disconnecting a central that is not bonded" with
+   that RPA, and the `disconnected` event names it.
 
 Throughout, a program that knows centrals only from the watch's events never meets an
 address it was not told about. Every wait has a timeout; a failed check ends the program
@@ -37,6 +57,7 @@ with "FAIL: expected ..., got ...".
 """
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -48,7 +69,7 @@ STARTED = time.monotonic()  # before Bumble's imports, which take seconds under 
 
 from bumble import hci
 from bumble.att import ATT_Error
-from bumble.core import AdvertisingData, PhysicalTransport
+from bumble.core import AdvertisingData, ConnectionError as BumbleConnectionError, PhysicalTransport
 from bumble.device import Device, DeviceConfiguration, Peer
 from bumble.gatt import GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR
 from bumble.l2cap import LeCreditBasedChannelSpec
@@ -87,6 +108,8 @@ def expected_value(value):
         return bytes.fromhex(value['hex'])
     if 'uint8' in value:
         return bytes([value['uint8']])
+    if 'uint16' in value:
+        return value['uint16'].to_bytes(2, 'little')
     raise CheckFailed(f'bumble_central.py does not know the value kind of {value}')
 
 
@@ -169,6 +192,11 @@ class Central:
         self.handles = {}  # characteristic id -> value handle (phase 1)
         self.written = None
         self.psm = None
+        self.key_name = None  # Bumble's keystore entry for gattd (its bond)
+        self.reply_ccc = None  # the CCC handle of `reply` (phase 1)
+        self.reply_value = None  # `reply`'s value as gattd holds it, from phase 2 on
+        self.closed_at = None  # the watch's events when the window closed after the re-pair
+        self.stack = None  # closes the second central's transport at the end
 
     def characteristics(self):
         """The config's characteristics, and per channel the PSM characteristic gattd adds
@@ -201,7 +229,9 @@ class Central:
         with open(self.args.gattd_log, errors='replace') as f:
             return f.read().splitlines()
 
-    async def find_gattd(self):
+    async def find_gattd(self, device=None):
+        """Scans (from `device`, Bumble's own by default) until gattd advertises connectably."""
+        device = device or self.device
         name = self.config['advertisements'][0]['localName']
         want = hci.Address(self.args.peer, hci.Address.PUBLIC_DEVICE_ADDRESS)
         found = asyncio.get_running_loop().create_future()
@@ -215,13 +245,13 @@ class Central:
             if local == name and advertisement.is_connectable:
                 found.set_result(advertisement)
 
-        self.device.on('advertisement', on_advertisement)
-        await self.device.start_scanning(filter_duplicates=False)
+        device.on('advertisement', on_advertisement)
+        await device.start_scanning(filter_duplicates=False)
         try:
             advertisement = await bounded(found, 30, f'a connectable advertisement named {name!r} from {want}')
         finally:
-            self.device.remove_listener('advertisement', on_advertisement)
-            await self.device.stop_scanning()
+            device.remove_listener('advertisement', on_advertisement)
+            await device.stop_scanning()
         self.peer_address = advertisement.address
         step(f'scan: {advertisement.address} advertises {name!r} (RSSI {advertisement.rssi})')
 
@@ -250,6 +280,41 @@ class Central:
         connection.disconnected = disconnected
         step(f'connected to {self.peer_address} from RPA {text(rpa)} (handle {connection.handle})')
         return connection
+
+    async def pair(self, connection):
+        """Just-works pairing with bonding; Bumble gives its identity and its IRK."""
+        paired = asyncio.get_running_loop().create_future()
+        connection.on('pairing', lambda keys: paired.done() or paired.set_result(keys))
+        connection.on('pairing_failure', lambda reason: paired.done() or paired.set_exception(
+            CheckFailed(f'expected just-works pairing to succeed, got pairing failure {reason!r}')))
+        await bounded(connection.pair(), 30, 'pairing to complete')
+        await bounded(paired, 10, 'the pairing event with keys')
+        if not connection.is_encrypted:
+            raise CheckFailed('expected the link encrypted after pairing, got an unencrypted link')
+        self.key_name = str(connection.peer_address)
+        stored = await self.device.keystore.get(self.key_name)
+        if stored is None or stored.ltk is None and stored.ltk_central is None:
+            raise CheckFailed(f'expected a long-term key stored for {connection.peer_address} (bonding), got {stored}')
+
+    async def new_rpa(self, irk=None):
+        """A new RPA (from `irk`, which becomes Bumble's IRK, when given), as a phone's
+        changes every few minutes. Set here rather than with Device.update_rpa(), which in
+        0.0.236 gives the controller the address it had."""
+        old = text(self.device.random_address)
+        if irk is not None:
+            self.device.irk = irk
+        new = hci.Address.generate_private_address(self.device.irk)
+        await self.device.send_sync_command(hci.HCI_LE_Set_Random_Address_Command(random_address=new))
+        self.device.random_address = new
+        if text(new) == old:
+            raise CheckFailed(f'expected a new RPA, got the old {old} again')
+        return old, text(new)
+
+    async def forget(self):
+        """The phone is reset: it forgets its bond with gattd."""
+        await self.device.keystore.delete(self.key_name)
+        if await self.device.keystore.get(self.key_name) is not None:
+            raise CheckFailed(f'expected Bumble to have forgotten its keys for {self.key_name}, got them still')
 
     async def disconnect(self, connection):
         await connection.disconnect()
@@ -297,17 +362,7 @@ class Central:
                     raise CheckFailed(f'expected ATT error 0x0f (or 0x05) reading {chrc["id"]} unencrypted, got {att_name(error)}') from None
                 step(f'{chrc["id"]} before pairing: refused with {att_name(error)}')
 
-        paired = asyncio.get_running_loop().create_future()
-        connection.on('pairing', lambda keys: paired.done() or paired.set_result(keys))
-        connection.on('pairing_failure', lambda reason: paired.done() or paired.set_exception(
-            CheckFailed(f'expected just-works pairing to succeed, got pairing failure {reason!r}')))
-        await bounded(connection.pair(), 30, 'pairing to complete')
-        await bounded(paired, 10, 'the pairing event with keys')
-        if not connection.is_encrypted:
-            raise CheckFailed('expected the link encrypted after pairing, got an unencrypted link')
-        stored = await self.device.keystore.get(str(connection.peer_address))
-        if stored is None or stored.ltk is None and stored.ltk_central is None:
-            raise CheckFailed(f'expected a long-term key stored for {connection.peer_address} (bonding), got {stored}')
+        await self.pair(connection)
         step(f'paired just-works and bonded (encrypted, LTK kept), identity {self.identity} and IRK given')
 
         changed = await self.watch.wait('the address-changed event', mark, event='address-changed')
@@ -370,6 +425,12 @@ class Central:
             raise CheckFailed(f'expected {NOTIFICATIONS} consecutive one-byte counter values, got {[v.hex() for v in values]}')
         await bounded(peer.unsubscribe(proxy), 10, f'the CCC write that unsubscribes {ticks["id"]}')
         step(f'notifications of {ticks["id"]}: {numbers}')
+        reply = self.proxies['reply']
+        await bounded(peer.discover_descriptors(reply), 10, 'descriptor discovery of reply')
+        ccc = reply.get_descriptor(GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR)
+        if ccc is None:
+            raise CheckFailed('expected a CCC descriptor on reply, got none')
+        self.reply_ccc = ccc.handle
 
         await self.echo(connection)
 
@@ -386,7 +447,6 @@ class Central:
         step(f'disconnected; the event names {self.identity}')
         self.watch.check_tracking()
         step('handles: ' + ' '.join(f'{cid}=0x{h:04x}' for cid, h in self.handles.items()))
-        print('phase 1 done', flush=True)
 
     async def echo(self, connection):
         """Opens the channel on the PSM read from its characteristic and echoes
@@ -485,25 +545,46 @@ class Central:
              f'or doubled, in {seconds:.1f} s ({2 * total / seconds / 1024:.0f} KiB/s both ways); closed by Bumble, '
              f'gattd counted {total} bytes each way and cat ended')
 
-    async def phase2(self):
+    async def phase2(self, prepared):
         status = await self.gattctl('pairing')
         if ': closed' not in status:
             raise CheckFailed(f'expected gattd\'s pairing window closed before the return, got {status.strip()!r}')
-        old = text(self.device.random_address)
-        # A new RPA, as a phone's changes every few minutes. Set here rather than with
-        # Device.update_rpa(), which in 0.0.236 gives the controller the address it had.
-        new = hci.Address.generate_private_address(self.device.irk)
-        await self.device.send_sync_command(hci.HCI_LE_Set_Random_Address_Command(random_address=new))
-        self.device.random_address = new
-        if text(new) == old:
-            raise CheckFailed(f'expected a new RPA, got the old {old} again')
+        old, new = await self.new_rpa()
         mark = len(self.watch.events())
         connection = await self.connect()
         back = await self.watch.wait('the connected event of the return', mark, event='connected')
         if (back['address'], back.get('address-type'), back['device']) != (self.identity, 'public', self.device_path):
-            raise CheckFailed(f'expected the return from RPA {text(new)} announced as {self.identity} (public) on '
+            raise CheckFailed(f'expected the return from RPA {new} announced as {self.identity} (public) on '
                               f'{self.device_path}, got {back}')
-        step(f'back from a new RPA {text(new)} (was {old}), pairing closed: announced as {self.identity}, same object')
+        step(f'back from a new RPA {new} (was {old}), pairing closed: announced as {self.identity}, same object')
+        paired = await self.encrypt_with_bond(connection, 'phase 1')
+        client = connection.gatt_client
+        if client.services:
+            raise CheckFailed(f'expected no discovered services on the new connection, got {len(client.services)}')
+        wrong = await self.read_by_handles(client)
+        if paired:
+            raise CheckFailed('expected no new pairing on reconnection, got a pairing')
+        if connection.disconnected.done():
+            raise CheckFailed('expected gattd to keep the bonded central (bondedOnly), got a disconnection')
+        dropped = [line for line in self.gattd_log() if 'disconnecting a central that is not bonded' in line]
+        if dropped:
+            raise CheckFailed(f'expected gattd to take the returning central for bonded, got {dropped}')
+        if wrong:
+            raise CheckFailed('reads by the handles discovered before gattd restarted:\n  ' + '\n  '.join(wrong))
+        step('phase 2: every characteristic read its own value by its cached handle, no rediscovery, no new pairing')
+        self.reply_value = expected_value(next(c for _, c in self.characteristics() if c['id'] == 'reply')['value'])
+        await self.targeted(connection, prepared)
+        leaving = len(self.watch.events())
+        await self.disconnect(connection)
+        gone = await self.watch.wait('the disconnected event', leaving, event='disconnected')
+        if gone['address'] != self.identity:
+            raise CheckFailed(f'expected the disconnected event to name {self.identity}, got {gone}')
+        step(f'disconnected; the event names {self.identity}')
+        self.watch.check_tracking()
+
+    async def encrypt_with_bond(self, connection, bond):
+        """Encrypts a returning central's link with its bond when the peripheral asks;
+        returns the list the pairings that must not happen go to."""
         paired = []
         connection.on('pairing', lambda keys: paired.append(keys))
         # As Android does, encrypt when the peripheral asks (SMP Security Request). bluetoothd
@@ -517,13 +598,15 @@ class Central:
         await bounded(connection.encrypt(), 20, 'encryption with the bonded key')
         if not connection.is_encrypted:
             raise CheckFailed('expected the link encrypted with the bond, got an unencrypted link')
-        step('encrypted with the bond from phase 1')
-        client = connection.gatt_client
-        if client.services:
-            raise CheckFailed(f'expected no discovered services on the new connection, got {len(client.services)}')
+        step(f'encrypted with the bond from {bond}')
+        return paired
+
+    async def read_by_handles(self, client, only=None):
+        """Reads the readable characteristics (those of `only`, when given) by the handles
+        discovered in phase 1; returns what was wrong."""
         wrong = []
         for _, chrc in self.characteristics():
-            if not self.readable(chrc):
+            if not self.readable(chrc) or only is not None and chrc['id'] not in only:
                 continue
             handle = self.handles[chrc['id']]
             try:
@@ -535,22 +618,246 @@ class Central:
                 self.check_value(chrc, got, f'read by cached handle 0x{handle:04x}')
             except CheckFailed as failure:
                 wrong.append(str(failure))
-        if paired:
-            raise CheckFailed('expected no new pairing on reconnection, got a pairing')
-        if connection.disconnected.done():
-            raise CheckFailed('expected gattd to keep the bonded central (bondedOnly), got a disconnection')
-        dropped = [line for line in self.gattd_log() if 'disconnecting a central that is not bonded' in line]
-        if dropped:
-            raise CheckFailed(f'expected gattd to take the returning central for bonded, got {dropped}')
+        return wrong
+
+    async def device_on(self, transport_name, name, address):
+        """A Bumble device of its own on another controller; closed when the program ends."""
+        transport = await bounded(open_transport(transport_name), 20, f'the transport {transport_name}')
+        await self.stack.enter_async_context(transport)
+        device = Device.from_config_with_hci(DeviceConfiguration(name=name, address=hci.Address(address)),
+                                             transport.source, transport.sink)
+        await bounded(device.power_on(), 30, f'{name} to power on')
+        return device
+
+    async def prepare_other(self):
+        """A second central on --other-transport (no privacy, its public address, never
+        bonded: it stays while pairing is open), for other_central(). It first holds a link
+        to a third device (--holder-transport, advertising for that alone): btvirt tells the
+        peripheral the central's connection handle and files the link under the first handle
+        free at the peripheral, so the two ends agree only when both have the same handles
+        taken (Tests/vm/README.md, gattd-channels); hci0 has Bumble's link at 42, so hci2's
+        must be 43 too. Made while the scenario restarts gattd (it takes seconds under TCG).
+        Returns the device and the holding link."""
+        holder = await self.device_on(self.args.holder_transport, 'gattd-bumble-holder', 'F0:F1:F2:F3:F4:F7')
+        other = await self.device_on(self.args.other_transport, 'gattd-bumble-other', 'F0:F1:F2:F3:F4:F6')
+        await holder.start_advertising(own_address_type=hci.OwnAddressType.RANDOM)
+        held = await bounded(other.connect(holder.random_address, transport=PhysicalTransport.LE,
+                                           own_address_type=hci.OwnAddressType.PUBLIC, timeout=None),
+                             30, f'the other central\'s link to the holder {holder.random_address}')
+        return other, held
+
+    async def other_central(self, prepared):
+        """The second central (prepare_other) connected to gattd: its address, that link and
+        the holding link."""
+        other, held = await prepared
+        # As a phone does, it connects once it has seen gattd advertise: btvirt refuses a
+        # connection at once (0x3E) while the peripheral is not advertising (on 5.66 with
+        # Linux 6.1 it was not, right after Bumble's connection).
+        for attempt in range(1, 4):
+            await self.find_gattd(other)
+            try:
+                connection = await bounded(
+                    other.connect(self.peer_address, transport=PhysicalTransport.LE,
+                                  own_address_type=hci.OwnAddressType.PUBLIC, timeout=None),
+                    30, f'the other central\'s connection to {self.peer_address}')
+                break
+            except BumbleConnectionError as error:
+                if attempt == 3:
+                    raise CheckFailed(f'expected the other central to connect to gattd, got {error} three times') from None
+                step(f'the other central\'s connection failed ({error}); it scans again')
+        if connection.handle == held.handle:
+            raise CheckFailed(f'expected the link to gattd on another handle than the holding link, got {connection.handle}')
+        disconnected = asyncio.get_running_loop().create_future()
+        connection.on('disconnection', lambda reason: disconnected.done() or disconnected.set_result(reason))
+        connection.disconnected = disconnected
+        return text(other.public_address), connection, held
+
+    async def subscribe_reply(self, connection, sink):
+        """Subscribes to `reply` by the handles discovered in phase 1, as a phone with a
+        cached table does (the other central uses them too: they are gattd's, not a
+        central's)."""
+        client = connection.gatt_client
+        client.notification_subscribers.setdefault(self.handles['reply'], set()).add(sink)
+        await bounded(client.write_value(self.reply_ccc, b'\x01\x00', with_response=True), 10,
+                      f'the CCC write to reply (0x{self.reply_ccc:04x})')
+
+    async def targeted(self, connection, prepared):
+        """A value for this central alone, by its identity, with another central subscribed
+        too, and then a value for all. bluetoothd 5.79 and later (--targeted) gives each
+        central a socket of its own: the targeted value reaches this central and not the
+        other. 5.66 shares one socket: gattd refuses `--to` as untargetable (never "not
+        subscribed"). Either way the value for all reaches both. Proved by order, not by
+        waiting: a value wrongly sent to the other would arrive there before the value for
+        all. The window opened here (the other central is not bonded) stays open for the
+        re-pair."""
+        mark = len(self.watch.events())
+        await self.gattctl('pairing', 'open', str(120 * SLOW))
+        await self.watch.wait('pairing open', mark, event='pairing', state='open')
+        other_address, other, held = await self.other_central(prepared)
+        seen = await self.watch.wait('the other central\'s connected event', mark, event='connected',
+                                     address=other_address)
+        mine, theirs = [], []
+        await self.subscribe_reply(other, lambda value: theirs.append(bytes(value)))
+        await self.subscribe_reply(connection, lambda value: mine.append(bytes(value)))
+        await self.watch.wait('reply subscribed', mark, event='subscribed', id='reply')
+        if self.args.targeted:
+            for device in (self.device_path, seen['device']):
+                await self.watch.wait(f'central-subscribed reply for {device}', mark, event='central-subscribed',
+                                      id='reply', device=device)
+        step(f'this central and another ({other_address}, public, not bonded) subscribed to reply')
+        base = int.from_bytes(self.reply_value, 'little')  # read by its cached handle in phase 2
+        targeted, for_all = ((base + n) % 0x10000 for n in (1, 2))
+        process = await asyncio.create_subprocess_exec(
+            self.args.gattctl, 'set', 'reply', '--uint16', str(targeted), '--to', self.identity,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await bounded(process.communicate(), 30 * SLOW, 'gattctl set --to to exit')
+        said = (out + err).decode(errors='replace').strip()
+        if self.args.targeted:
+            if process.returncode != 0:
+                raise CheckFailed(f'expected gattctl set reply --to {self.identity} to exit 0, got {process.returncode}: {said}')
+        elif process.returncode != 5 or 'not subscribed' in said or 'cannot reach chosen centrals' not in said:
+            raise CheckFailed(f'expected gattctl set reply --to {self.identity} refused with exit 5, "cannot reach '
+                              f'chosen centrals" (5.66 shares one socket), got {process.returncode}: {said}')
+        changed = len(self.watch.events())
+        await self.gattctl('set', 'reply', '--uint16', str(for_all))
+        await self.watch.wait(f'the changed event of reply ({for_all})', changed, event='changed', id='reply',
+                              hex=for_all.to_bytes(2, 'little').hex(), origin='control')
+        want_all = for_all.to_bytes(2, 'little')
+        for name, got in (('this central', mine), ('the other central', theirs)):
+            try:
+                await until(lambda: want_all in got, 10 * SLOW, f'the value for all at {name}')
+            except CheckFailed as failure:
+                raise CheckFailed(f'{failure}: it received {[v.hex() for v in got]}') from None
+        want_one = targeted.to_bytes(2, 'little')
+        if self.args.targeted:
+            if want_one not in mine[:mine.index(want_all)]:
+                raise CheckFailed(f'expected the targeted value {want_one.hex()} at this central before the value for '
+                                  f'all, got {[v.hex() for v in mine]}')
+            if want_one in theirs:
+                raise CheckFailed(f'expected the targeted value {want_one.hex()} at this central alone, got it at the '
+                                  f'other too: {[v.hex() for v in theirs]}')
+            step(f'gattctl set reply --to {self.identity}: {want_one.hex()} reached this central and not the other; '
+                 f'the value for all {want_all.hex()} reached both')
+        else:
+            if want_one in mine or want_one in theirs:
+                raise CheckFailed(f'expected the refused value {want_one.hex()} nowhere, got {mine} and {theirs}')
+            step(f'gattctl set reply --to refused as 5.66 cannot target ({said}); the value for all '
+                 f'{want_all.hex()} reached both')
+        self.reply_value = want_all
+        leaving = len(self.watch.events())
+        await self.disconnect(other)
+        await self.watch.wait('the other central\'s disconnected event', leaving, event='disconnected',
+                              address=other_address)
+        await held.disconnect()
+
+    async def repair(self):
+        """The phone is reset: it forgets gattd, takes a new IRK (the same identity) and
+        pairs again while the window is open. gattd's side cannot resolve the new RPA with
+        the IRK it kept, so it is a new object; bluetoothd keeps two objects with the
+        identity (bluez/bluez #1095), and gattd lists one bond and one central for it, logs
+        both objects and removes neither (as gattd-privacy's phase 3)."""
+        await self.forget()
+        old_device = self.device_path
+        old, rpa = await self.new_rpa(bytes.fromhex(self.args.new_irk))
+        mark = len(self.watch.events())
+        connection = await self.connect()
+        first = await self.watch.wait('the connected event', mark, event='connected')
+        if (first['address'], first.get('address-type')) != (rpa, 'random') or first['device'] == old_device:
+            raise CheckFailed(f'expected the connected event to name RPA {rpa} (random) on an object other than '
+                              f'{old_device}, got {first}')
+        step(f'reset with a new IRK: connected from RPA {rpa}, a new object {first["device"]}')
+        await self.pair(connection)
+        changed = await self.watch.wait('the address-changed event', mark, event='address-changed')
+        want = {'address': self.identity, 'old-address': rpa, 'device': first['device']}
+        if any(changed.get(k) != v for k, v in want.items()):
+            raise CheckFailed(f'expected address-changed {want}, got {changed}')
+        bonds = json.loads(await self.gattctl('bonds', '--json'))
+        centrals = json.loads(await self.gattctl('centrals', '--json'))
+        if [(b.get('address'), b.get('bonded'), b.get('connected')) for b in bonds] != [(self.identity, True, True)]:
+            raise CheckFailed(f'expected gattctl bonds to list {self.identity} once, bonded and connected, got {bonds}')
+        if [(c.get('address'), c.get('addressType')) for c in centrals] != [(self.identity, 'public')]:
+            raise CheckFailed(f'expected gattctl centrals to list {self.identity} (public) alone, got {centrals}')
+        step(f'paired again: address-changed {rpa} -> {self.identity}; gattctl bonds and centrals list it once')
+        shared = [line for line in self.gattd_log() if 'central paired again (new IRK)' in line
+                  and self.identity in line and first['device'] in line]
+        if not shared:
+            raise CheckFailed(f"expected gattd's 'central paired again (new IRK)' naming {self.identity} and "
+                              f"{first['device']}, got none")
+        step(f'gattd: {shared[-1].strip()}')
+        wrong = await self.read_by_handles(connection.gatt_client, only=('secret',))
+        if wrong:
+            raise CheckFailed('\n  '.join(wrong))
         leaving = len(self.watch.events())
         await self.disconnect(connection)
+        if not self.args.older_first:
+            # Before 5.80 bluetoothd files the end of the newer link under the older object
+            # (docs/bluez-contract.md §12): gattd-privacy says what it does there.
+            await self.watch.wait('the disconnected event', leaving, event='disconnected', address=self.identity)
+            left = json.loads(await self.gattctl('centrals', '--json'))
+            if left:
+                raise CheckFailed(f'expected no central after the disconnect, got {left}')
+        step('disconnected')
+        closing = len(self.watch.events())
+        await self.gattctl('pairing', 'open', '1')
+        await self.pairing_window_closed(closing)
+        self.closed_at = len(self.watch.events())
+        self.watch.check_tracking()
+
+    async def restarted(self):
+        """After gattd's bluetoothd restarted: back from an RPA of the new IRK with pairing
+        closed; bluetoothd's object is now dev_<identity>, one bond, the newer one (no new
+        pairing), and the encrypted values read by the handles discovered in phase 1."""
+        opened = [e for e in self.watch.events()[self.closed_at:] if e.get('event') == 'pairing']
+        if opened:
+            raise CheckFailed(f"expected gattd's pairing window closed since the re-pair, got {opened}")
+        _, new = await self.new_rpa()
+        mark = len(self.watch.events())
+        connection = await self.connect()
+        back = await self.watch.wait('the connected event', mark, event='connected')
+        path = 'dev_' + self.identity.replace(':', '_')
+        if (back['address'], back.get('address-type')) != (self.identity, 'public') or not back['device'].endswith('/' + path):
+            raise CheckFailed(f'expected the return from RPA {new} announced as {self.identity} (public) on .../{path}, '
+                              f'got {back}')
+        step(f'bluetoothd restarted; back from RPA {new}: announced as {self.identity} on {back["device"]}')
+        paired = await self.encrypt_with_bond(connection, 'the re-pair')
+        bonds = json.loads(await self.gattctl('bonds', '--json'))
+        if [(b.get('address'), b.get('bonded'), b.get('connected')) for b in bonds] != [(self.identity, True, True)]:
+            raise CheckFailed(f'expected gattctl bonds to list {self.identity} once, bonded and connected, got {bonds}')
+        wrong = await self.read_by_handles(connection.gatt_client, only=('secret', 'other.l2cap-psm', 'reply'))
         if wrong:
-            raise CheckFailed('reads by the handles discovered before gattd restarted:\n  ' + '\n  '.join(wrong))
-        step('phase 2: every characteristic read its own value by its cached handle, no rediscovery, no new pairing')
-        gone = await self.watch.wait('the disconnected event', leaving, event='disconnected')
-        if gone['address'] != self.identity:
-            raise CheckFailed(f'expected the disconnected event to name {self.identity}, got {gone}')
-        step(f'disconnected; the event names {self.identity}')
+            raise CheckFailed('reads by cached handles after the restart:\n  ' + '\n  '.join(wrong))
+        if paired or connection.disconnected.done():
+            raise CheckFailed(f'expected the bonded central kept with no new pairing, got pairing {paired}, '
+                              f'disconnected {connection.disconnected.done()}')
+        leaving = len(self.watch.events())
+        await self.disconnect(connection)
+        await self.watch.wait('the disconnected event', leaving, event='disconnected', address=self.identity)
+        step('encrypted reads by cached handles with the newer bond, no new pairing; disconnected')
+        self.watch.check_tracking()
+
+    async def stranger(self):
+        """Another phone: a third IRK, never bonded with gattd, connects from an RPA of it
+        while pairing is closed; gattd (bondedOnly) drops it and logs why."""
+        await self.forget()
+        _, rpa = await self.new_rpa(bytes.fromhex(self.args.stranger_irk))
+        mark = len(self.watch.events())
+        logged = len(self.gattd_log())
+        try:
+            connection = await self.connect()
+        except Exception as error:  # gattd may drop it before Bumble's connect returns
+            step(f'the connection ended as it was made: {error!r}')
+            connection = None
+        first = await self.watch.wait('the connected event', mark, event='connected', address=rpa)
+        if first.get('address-type') != 'random':
+            raise CheckFailed(f'expected the stranger announced by RPA {rpa} (random), got {first}')
+        why = await until(lambda: next((line for line in self.gattd_log()[logged:]
+                                        if 'disconnecting a central that is not bonded' in line
+                                        and log_fields(line).get('device') == rpa), None),
+                          20 * SLOW, f"gattd's 'disconnecting a central that is not bonded' for {rpa}")
+        await self.watch.wait('the disconnected event', mark, event='disconnected', address=rpa)
+        if connection is not None:
+            await bounded(connection.disconnected, 20, "the stranger's disconnection")
+        step(f'an unbonded private central from {rpa} was dropped: {why.strip()}')
         self.watch.check_tracking()
 
     def readable(self, chrc):
@@ -585,6 +892,8 @@ class Central:
             return
         if chrc['id'] == self.find_writable()['id'] and self.written is not None:
             want = self.written
+        elif chrc['id'] == 'reply' and self.reply_value is not None:
+            want = self.reply_value
         elif 'update' in chrc:
             if len(got) != 1:
                 raise CheckFailed(f'{how} of {chrc["id"]}: expected a one-byte counter, got {got.hex()}')
@@ -630,6 +939,18 @@ async def main():
     parser.add_argument('--gattd-log', required=True, help="gattd's log (the channel's lines)")
     parser.add_argument('--irk', default='5b1e0c3a79d2f8046ea1c7b32d9f0e48',
                         help="Bumble's IRK (16 bytes hex), as a phone keeps one for its life")
+    parser.add_argument('--new-irk', default='c4e1a9073b5d28f61e0a7c93b2d4f815',
+                        help='the IRK Bumble takes when it is reset and pairs again (the same identity)')
+    parser.add_argument('--stranger-irk', default='7e29d0c6a1b84f3e95c2d7a06b13e8f4',
+                        help='the IRK of the phone that never bonded (its identity is never given)')
+    parser.add_argument('--other-transport', required=True,
+                        help='a second controller for a second central (targeted values), e.g. hci-socket:2')
+    parser.add_argument('--holder-transport', required=True,
+                        help='a third controller the second central holds a link to first (btvirt), e.g. hci-socket:3')
+    parser.add_argument('--targeted', action='store_true',
+                        help="bluetoothd sends a socket's values to its central alone (5.79 and later)")
+    parser.add_argument('--older-first', action='store_true', help='bluetoothd finds the older of two objects '
+                        'with one address first (before 5.80; bluez/bluez #1095)')
     parser.add_argument('--long', type=int, default=400, help='bytes of the long write (> MTU-3)')
     parser.add_argument('--channel-bytes', type=int, default=256 * 1024, help='bytes echoed each way over the channel')
     parser.add_argument('--debug-log', help="Bumble's own debug log (HCI, L2CAP, SMP, ATT) into this file")
@@ -660,12 +981,26 @@ async def main():
         await bounded(device.power_on(), 30, 'the controller to power on')
         central.identity = text(device.public_address)
         step(f'Bumble is up on {args.transport}: identity {central.identity} (public), RPA {text(device.random_address)}')
-        await central.phase1()
-        line = await bounded(asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline), 180,
-                             'the scenario to say go on stdin')
-        if line.strip() != 'go':
-            raise CheckFailed(f'expected "go" on stdin, got {line!r}')
-        await central.phase2()
+        async with contextlib.AsyncExitStack() as stack:
+            central.stack = stack
+            await central.phase1()
+            print('phase 1 done', flush=True)
+            prepared = asyncio.create_task(central.prepare_other())
+            await go()
+            await central.phase2(prepared)
+            await central.repair()
+            print('phase 3 done', flush=True)
+            await go()
+            await central.restarted()
+            await central.stranger()
+
+
+async def go():
+    """Waits for the scenario's "go" (it restarted gattd or bluetoothd meanwhile)."""
+    line = await bounded(asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline), 180,
+                         'the scenario to say go on stdin')
+    if line.strip() != 'go':
+        raise CheckFailed(f'expected "go" on stdin, got {line!r}')
 
 
 if __name__ == '__main__':
