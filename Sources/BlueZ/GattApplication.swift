@@ -26,6 +26,8 @@ public final class GattApplication: NotificationSink {
     private(set) var characteristics: [String: ExportedAttribute] = [:]
     /// The applications bluetoothd is given, in registration order.
     private(set) var groups: [Group] = []
+    /// The configuration whose tree is exported.
+    private var exported: Configuration?
     /// Where the attributes are asked to go, and what bluetoothd wrote back.
     private var handles: HandleBook
     let logger: Logger
@@ -67,8 +69,20 @@ public final class GattApplication: NotificationSink {
     /// changed in anything bluetoothd reads (services, characteristics, descriptors,
     /// UUIDs, flags, handles, includes, socket paths). Unregister these before `rebuild`.
     public func groupsLeaving(for configuration: Configuration) -> [ObjectPath] {
-        let kept = Set(plan(configuration, remembered: handles.current).groups)
+        let kept = keptGroups(configuration)
         return groups.filter { !kept.contains($0.key) }.map(\.root)
+    }
+
+    /// The applications exported now that `configuration` keeps as bluetoothd holds them:
+    /// the same services at the handles bluetoothd gave them (requested, or chosen by it
+    /// and written back), as keys of `groups`.
+    private func keptGroups(_ configuration: Configuration) -> Set<Group.Key> {
+        guard let exported else { return [] }
+        let current = handles.current
+        let new = Set(plan(configuration, remembered: current).groups)
+        let held = plan(exported, remembered: current).groups
+        guard held.count == groups.count else { return [] }
+        return Set(zip(groups, held).filter { new.contains($0.1) }.map(\.0.key))
     }
 
     /// Replaces the tree (reload) with the services of `configuration`, backed by
@@ -83,10 +97,12 @@ public final class GattApplication: NotificationSink {
     /// Attributes that stay keep their handles; new ones go after them (`HandleLayout`).
     public func rebuild(configuration: Configuration, service: RequestService) throws(DBusError) {
         let remembered = handles.current
-        let kept = Set(plan(configuration, remembered: remembered).groups)
+        let keptNow = keptGroups(configuration)
         let previousDatabase = database
-        let keptIDs = Set(groups.filter { kept.contains($0.key) }.flatMap(\.attributeIDs))
-        for group in groups where !kept.contains(group.key) { unexport(group) }
+        let keptIDs = Set(groups.filter { keptNow.contains($0.key) }.flatMap(\.attributeIDs))
+        for group in groups where !keptNow.contains(group.key) { unexport(group) }
+        // As the new plan names them: the roots of the kept ones do not change.
+        let keptRoots = Set(groups.filter { keptNow.contains($0.key) }.map(\.root))
         services.removeAll()
         characteristics.removeAll()
         let previous = requests
@@ -104,7 +120,7 @@ public final class GattApplication: NotificationSink {
             if old.isNotifying { _ = service.setNotifying(new, true) }
         }
         previous.sockets.closeAll()
-        try build(configuration, remembered: remembered, replacing: kept)
+        try build(configuration, remembered: remembered, replacing: keptRoots)
         service.runtime.notifier.sink = self
     }
 
@@ -241,12 +257,13 @@ public final class GattApplication: NotificationSink {
         return (layout, keys, members)
     }
 
-    /// Exports the tree of `configuration`; the objects of the applications in `replacing`
-    /// (exported already, and read by bluetoothd) get their new backing silently.
+    /// Exports the tree of `configuration`; the objects of the applications rooted at
+    /// `replacing` (exported already, and read by bluetoothd) get their new backing silently.
     private func build(
-        _ configuration: Configuration, remembered: AttributeHandles, replacing kept: Set<Group.Key> = []
+        _ configuration: Configuration, remembered: AttributeHandles, replacing kept: Set<ObjectPath> = []
     ) throws(DBusError) {
         let (layout, keys, members) = plan(configuration, remembered: remembered)
+        exported = configuration
         for line in layout.moved {
             logger.warning("an attribute cannot keep its handle: \(line)")
         }
@@ -265,7 +282,7 @@ public final class GattApplication: NotificationSink {
         }
         groups = []
         for (key, services) in zip(keys, members) {
-            let silently = kept.contains(key)
+            let silently = kept.contains(key.root)
             connection.addObjectManager(at: key.root)
             var group = Group(
                 root: key.root, serviceIDs: services.map(\.id),

@@ -195,7 +195,7 @@ def test_only_bluetoothd_may_set_handle(start_gattd, standin, private_bus, tmp_p
     owner = registered(standin)
     before = handles(standin)
     bus = private_bus.connect()
-    service = bus.get_object(owner, "/org/gattd/app/first", introspect=False)
+    service = bus.get_object(owner, "/org/gattd/app/first/first", introspect=False)
     props = dbus.Interface(service, "org.freedesktop.DBus.Properties")
     assert int(props.Get("org.bluez.GattService1", "Handle")) == before[uuid(0x100)]
     with pytest.raises(dbus.DBusException) as refused:
