@@ -116,6 +116,8 @@ public final class BlueZRegistrar {
 
     /// Registers every application bluetoothd does not hold yet, all at once; the state
     /// is `registered` once every one is in, `failed` (with the first refusal) otherwise.
+    /// One refused at the handles gattd asked for is registered again at handles
+    /// bluetoothd chooses (`fallBackToChosenHandles`).
     private func register() {
         guard let adapter = session.adapter else { return }
         let name = adapter.name
@@ -141,7 +143,7 @@ public final class BlueZRegistrar {
                     if attempt == self.attempt { self.registeredRoots.insert(root) }
                 case .failure(let error):
                     if error.name == BlueZError.failed,
-                        retryWithChosenHandles || self.application.fallBackToChosenHandles(after: error)
+                        self.application.fallBackToChosenHandles(after: error, in: root)
                     {
                         retryWithChosenHandles = true
                     } else if refused == nil {

@@ -163,17 +163,20 @@ public final class GattApplication: NotificationSink {
         onHandles?(handles.current)
     }
 
-    /// bluetoothd refused the tree while gattd asked for handles: the next registration
-    /// lets bluetoothd choose (its choice is then remembered). False when no handle was
-    /// asked for, so the refusal is not about handles.
-    public func fallBackToChosenHandles(after error: DBusError) -> Bool {
-        guard handles.dropRequested() else { return false }
+    /// bluetoothd refused application `root` while gattd asked for handles: its next
+    /// registration lets bluetoothd choose (its choice is then remembered); the other
+    /// applications keep theirs. False when no handle of it was asked for, so the refusal is
+    /// not about handles.
+    public func fallBackToChosenHandles(after error: DBusError, in root: ObjectPath) -> Bool {
+        guard let group = groups.first(where: { $0.root == root }),
+            handles.dropRequested(services: Set(group.serviceIDs), attributes: Set(group.attributeIDs))
+        else { return false }
         logger.warning(
             """
             bluetoothd refused the application at the requested handles; registering again with handles it \
             chooses, so attributes may move and caching centrals depend on Service Changed
             """,
-            metadata: ["error": "\(error.name): \(error.message)"])
+            metadata: ["application": "\(root)", "error": "\(error.name): \(error.message)"])
         return true
     }
 
