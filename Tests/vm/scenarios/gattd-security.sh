@@ -233,15 +233,20 @@ wait_since_mark "$OUT/gattd.log" 'waiting for org.bluez' 30 || exit 1
 start_bluetoothd
 serving
 cached "after gattd and bluetoothd restarted as after a reboot"
-# Service Changed indications gattd's adapter (hci0) sent after line FROM of btmon.txt,
-# one line each with its range; the last line is their number.
-service_changed_since() { # FROM
-    tail -n +"$(($1 + 1))" "$OUT/btmon.txt" | awk '
-        /^[<>@=] / { tx = ($0 ~ /^< ACL Data TX/ && $0 ~ /\[hci0\]/); ind = 0; next }
+# Service Changed indications gattd's adapter (hci0) sent at or after SINCE (btmon -T's
+# "YYYY-MM-DD HH:MM:SS.ffffff", the guest's clock), one line each with its range; the last
+# line is their number.
+service_changed_since() { # SINCE
+    awk -v since="$1" '
+        /^[<>@=] / { tx = ($0 ~ /^< ACL Data TX/ && $0 ~ /\[hci0\]/ && $(NF-1) " " $NF >= since); ind = 0; next }
         tx && /ATT: Handle Value Indication/ { ind = 1; next }
         ind && /Service Changed/ { n++; sc = 1; next }
-        sc && /Data:/ { print "    Service Changed indication, range " $2; sc = 0; ind = 0 }
-        END { print n + 0 }'
+        sc && /Data:/ {
+            d = $2
+            print "    Service Changed indication, handles 0x" substr(d, 3, 2) substr(d, 1, 2) "-0x" substr(d, 7, 2) substr(d, 5, 2)
+            sc = 0; ind = 0
+        }
+        END { print n + 0 }' "$OUT/btmon.txt"
 }
 # The central stays connected while gattd reloads CONFIG: it must see the new tree over that
 # link (NEW characteristics it did not know, every value right, nothing moved) and get
@@ -257,9 +262,9 @@ connected_reload() { # WHAT CONFIG NEW SC
     local pid=$!
     pids+=($pid)
     wait_for_line "$log" '^waiting for the reload' 120 || { kill "$pid"; cat "$log"; exit 1; }
-    local from disconnects
-    from=$(wc -l <"$OUT/btmon.txt")
-    disconnects=$(count "$OUT/btmon.txt" 'Disconnect Complete')
+    local since disconnects
+    since=$(date '+%Y-%m-%d %H:%M:%S.%6N')
+    disconnects=$(count "$OUT/btmon.txt" '^> HCI Event: Disconnect.* \(0x05\) .*\[hci1\]')
     copy_config "$VM/configs/$2" "$SHORT_WINDOW" >/dev/null || { echo "FAIL: cannot copy $2"; exit 1; }
     echo "--- gattd reloads $2" >>"$OUT/gattd.log"
     kill -HUP "$gattd"
@@ -269,9 +274,9 @@ connected_reload() { # WHAT CONFIG NEW SC
     cat "$log"
     [ $rc = 0 ] || { echo "FAIL: the connected central did not see the reloaded tree (exit $rc)"; exit 1; }
     # btmon has written everything up to the central's disconnect at the end.
-    wait_count "$OUT/btmon.txt" 'Disconnect Complete' $((disconnects + 1)) 60 || exit 1
+    wait_count "$OUT/btmon.txt" '^> HCI Event: Disconnect.* \(0x05\) .*\[hci1\]' $((disconnects + 1)) 60 || exit 1
     local seen
-    seen=$(service_changed_since "$from")
+    seen=$(service_changed_since "$since")
     echo "$seen" | sed '$d'
     seen=$(echo "$seen" | tail -n 1)
     echo "btmon: $seen Service Changed indication(s) to the connected central for this reload (expected $4)"
