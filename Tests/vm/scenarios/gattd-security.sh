@@ -18,12 +18,12 @@
 #      characteristic at the object path it cached, which names its handle, as soon as it
 #      is there, without pairing again and without waiting for rediscovery: each gives its
 #      own value, and none has moved. Then, with the central staying connected, two reloads:
-#      one adds a service before the other (configs/security-jw-added.json), one adds a
-#      characteristic before another (configs/security-jw-grown.json); after each the
+#      one adds a characteristic before another (configs/security-jw-inserted.json), one
+#      adds a service before the other (configs/security-jw-grown.json); after each the
 #      central sees the new tree over the same link (every value right, nothing moved) and
-#      btmon shows exactly one Service Changed indication per service added or replaced
-#      (1, then 2: the changed service removed and added; the other left alone). gattd
-#      puts the adapter's Pairable back as it found it when it stops;
+#      btmon shows exactly one Service Changed indication per service added or removed
+#      (2: the changed service removed and added again; then 1: the new service, the other
+#      left alone). gattd puts the adapter's Pairable back as it found it when it stops;
 #   4. `gattctl pairing open 5` opens it again, for 5 s;
 #   5. `gattctl bonds remove` -> the central is a stranger: gattd drops its link (bondedOnly);
 #      it pairs again once `gattctl pairing open` opens the window.
@@ -282,8 +282,8 @@ connected_reload() { # WHAT CONFIG NEW SC
     echo "btmon: $seen Service Changed indication(s) to the connected central for this reload (expected $4)"
     [ "$seen" = "$4" ] || { echo "FAIL: $seen Service Changed indications for the reload, expected $4"; exit 1; }
 }
-connected_reload "connected through a reload that adds a service before the other" security-jw-added.json 1 1
-connected_reload "connected through a reload that adds a characteristic before ticks" security-jw-grown.json 1 2
+connected_reload "connected through a reload that adds a characteristic before ticks" security-jw-inserted.json 1 2
+connected_reload "connected through a reload that adds a service before the other" security-jw-grown.json 1 1
 echo "phase 3 done ($(elapsed) s)"
 
 # 5 s, SLOW times as long: the window must still be open when the emulated gattctl has exited.
