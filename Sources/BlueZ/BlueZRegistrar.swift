@@ -266,7 +266,9 @@ public final class BlueZRegistrar {
 
     /// Registers the application that holds service `id` again, alone (unregistered, then
     /// registered: bluetoothd reads its objects again and sends connected centrals Service
-    /// Changed for that service only). False when no application holds `id`.
+    /// Changed for that service only, and services joined to it by `includes`). While a
+    /// `RegisterApplication` is in flight it waits for the answer and then replaces every
+    /// application, as a reload does. False when no application holds `id`.
     @discardableResult
     public func reregister(service id: String) -> Bool {
         guard let root = application.groupRoot(containing: id) else { return false }
