@@ -233,13 +233,14 @@ wait_since_mark "$OUT/gattd.log" 'waiting for org.bluez' 30 || exit 1
 start_bluetoothd
 serving
 cached "after gattd and bluetoothd restarted as after a reboot"
-# Service Changed indications gattd's adapter (hci0) sent at or after SINCE (btmon -T's
+# Service Changed indications the central (hci1) received at or after SINCE (btmon -T's
 # "YYYY-MM-DD HH:MM:SS.ffffff", the guest's clock), one line each with its range; the last
-# line is their number.
+# line is their number. Counted where the central receives them: 5.82's btmon names the
+# characteristic only on that side.
 service_changed_since() { # SINCE
     awk -v since="$1" '
-        /^[<>@=] / { tx = ($0 ~ /^< ACL Data TX/ && $0 ~ /\[hci0\]/ && $(NF-1) " " $NF >= since); ind = 0; next }
-        tx && /ATT: Handle Value Indication/ { ind = 1; next }
+        /^[<>@=] / { rx = ($0 ~ /^> ACL Data RX/ && $0 ~ /\[hci1\]/ && $(NF-1) " " $NF >= since); ind = 0; next }
+        rx && /ATT: Handle Value Indication/ { ind = 1; next }
         ind && /Service Changed/ { n++; sc = 1; next }
         sc && /Data:/ {
             d = $2
