@@ -232,7 +232,8 @@ start_gattd
 wait_since_mark "$OUT/gattd.log" 'waiting for org.bluez' 30 || exit 1
 start_bluetoothd
 serving
-cached "after gattd and bluetoothd restarted as after a reboot"
+# The next check is the first reload's: the central reconnects after the "reboot" and reads
+# every characteristic at its cached path first (as `cached` does), then stays connected.
 # Service Changed indications the central (hci1) received at or after SINCE (btmon -T's
 # "YYYY-MM-DD HH:MM:SS.ffffff", the guest's clock), one line each with its range; the last
 # line is their number. Counted where the central receives them: 5.82's btmon names the
@@ -283,7 +284,7 @@ connected_reload() { # WHAT CONFIG NEW SC
     echo "btmon: $seen Service Changed indication(s) to the connected central for this reload (expected $4)"
     [ "$seen" = "$4" ] || { echo "FAIL: $seen Service Changed indications for the reload, expected $4"; exit 1; }
 }
-connected_reload "connected through a reload that adds a characteristic before ticks" security-jw-inserted.json 1 2
+connected_reload "after gattd and bluetoothd restarted as after a reboot, then connected through a reload that adds a characteristic before ticks" security-jw-inserted.json 1 2
 connected_reload "connected through a reload that adds a service before the other" security-jw-grown.json 1 1
 echo "phase 3 done ($(elapsed) s)"
 
