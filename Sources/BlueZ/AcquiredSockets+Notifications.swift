@@ -24,6 +24,7 @@ extension AcquiredSockets {
             switch result {
             case .sent:
                 delivered = true
+                if socket.device != nil && model != .shared { noteSent(attribute, socket) }
                 if socket.dropped > 0 {
                     logger.info(
                         "notifications flow again on the socket",
@@ -73,7 +74,7 @@ extension AcquiredSockets {
         for (address, socket) in chosen {
             let result = value.withUnsafeBytes { SeqPacketSocket.send(socket.fd, $0) }
             switch result {
-            case .sent: continue
+            case .sent: noteSent(attribute, socket)
             case .wouldBlock: missed.append("\(address) (bluetoothd is not reading its socket)")
             case .closed:
                 missed.append("\(address) (its socket closed)")

@@ -54,6 +54,10 @@ final class AcquiredSockets {
         /// Notifications dropped in a row because the socket was full (logged once, at the
         /// first and when it drains).
         var dropped = 0
+        /// Datagrams sent since the last check that bluetoothd reads this socket, and the
+        /// pending check's cancel (`AcquiredSockets+UnreadCheck.swift`).
+        var sentSinceCheck = 0
+        var cancelUnreadCheck: (() -> Void)?
 
         init(fd: Int32, device: String?, mtu: Int) {
             self.fd = fd
@@ -62,6 +66,8 @@ final class AcquiredSockets {
         }
 
         func close() {
+            cancelUnreadCheck?()
+            cancelUnreadCheck = nil
             watch?.cancel()
             watch = nil
             SeqPacketSocket.close(fd)

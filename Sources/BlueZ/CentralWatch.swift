@@ -56,6 +56,13 @@ public final class CentralWatch {
         /// an object found when gattd learned the adapter), so that of two objects with one
         /// address the newer stands for the central.
         var learned = 0
+        /// Its address changed from a resolvable private one while gattd followed it: it
+        /// bonded over that address since bluetoothd started, so bluetoothd keeps its Service
+        /// Changed subscription, and any Service Changed queued while it is away, under that
+        /// address (docs/bluez-contract.md §12).
+        var bondedOverPrivateAddress = false
+        /// The GATT table changed while it was away after bonding that way (`tableChanged`).
+        var missedTableChange = false
 
         /// A bond is kept: `Bonded`, or `Paired` where bluetoothd does not say `Bonded`.
         var isBonded: Bool { bonded ?? paired }
@@ -276,6 +283,37 @@ public final class CentralWatch {
             ])
     }
 
+    /// The GATT application is about to be registered anew with a changed tree, so bluetoothd
+    /// sends Service Changed to every central, or keeps it for a bonded one that is away. It
+    /// keeps it under the address the central's subscription was made from: for a central
+    /// that bonded over a private address since bluetoothd started that is the private
+    /// address, and when the central returns (its link reporting the identity) bluetoothd
+    /// finds nothing to send (docs/bluez-contract.md §12). Those away now are logged, and
+    /// again when they return. Returns their addresses.
+    @discardableResult
+    public func tableChanged() -> [String] {
+        var away: [String] = []
+        for (device, central) in centrals where central.bondedOverPrivateAddress && !central.connected {
+            centrals[device]?.missedTableChange = true
+            if let address = central.address { away.append(address) }
+        }
+        guard !away.isEmpty else { return [] }
+        away.sort()
+        logger.warning(
+            """
+            the GATT table changes while centrals that bonded over a private address are away: bluetoothd will \
+            not send them Service Changed when they return
+            """,
+            metadata: ["addresses": "\(away)"])
+        return away
+    }
+
+    /// A resolvable private address: random, its two most significant bits 0b01.
+    static func isResolvablePrivate(_ address: String) -> Bool {
+        guard let first = address.split(separator: ":").first, let byte = UInt8(first, radix: 16) else { return false }
+        return byte >> 6 == 0b01
+    }
+
     /// Tells `onEvent` what changed in the name a program knows `device` by: connected
     /// (once its address is known), its address changed while connected, or disconnected
     /// (with the address it was announced with).
@@ -294,6 +332,13 @@ public final class CentralWatch {
         default:
             return
         }
+        if case .addressChanged(_, let old, let oldType, _, _, _) = event, oldType == "random",
+            Self.isResolvablePrivate(old)
+        {
+            central.bondedOverPrivateAddress = true
+        }
+        let missed = central.missedTableChange && central.connected
+        if missed { central.missedTableChange = false }
         if case .disconnected = event {
             central.announced = nil
         } else if let address = central.address {
@@ -311,6 +356,15 @@ public final class CentralWatch {
                 metadata: ["device": "\(device)", "address": "\(address)", "address.type": "\(type ?? "")", "old": "\(old)"])
         case .powered:
             break
+        }
+        if missed, let address = central.address {
+            logger.warning(
+                """
+                a central that bonded over a private address returned after the GATT table changed while it was \
+                away: bluetoothd keeps the Service Changed for its old address and does not send it; the central \
+                sees the new table only if it checks the Database Hash or discovers again
+                """,
+                metadata: ["device": "\(device)", "address": "\(address)"])
         }
         onEvent?(event)
     }

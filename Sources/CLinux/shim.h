@@ -63,7 +63,6 @@ static inline int clinux_unread_by_peer(int fd, int *bytes)
 #define CLINUX_BTPROTO_L2CAP 0
 #define CLINUX_SOL_BLUETOOTH 274
 #define CLINUX_BT_SECURITY 4
-#define CLINUX_BT_DEFER_SETUP 7
 #define CLINUX_BT_SNDMTU 12
 #define CLINUX_BT_RCVMTU 13
 #define CLINUX_BDADDR_LE_PUBLIC 1
@@ -140,12 +139,6 @@ static inline int clinux_l2cap_set_security(int fd, uint8_t level)
 {
     uint8_t security[2] = { level, 0 };
     return setsockopt(fd, CLINUX_SOL_BLUETOOTH, CLINUX_BT_SECURITY, security, sizeof security);
-}
-
-static inline int clinux_l2cap_set_defer_setup(int fd)
-{
-    uint32_t on = 1;
-    return setsockopt(fd, CLINUX_SOL_BLUETOOTH, CLINUX_BT_DEFER_SETUP, &on, sizeof on);
 }
 
 static inline int clinux_l2cap_set_receive_mtu(int fd, uint16_t mtu)

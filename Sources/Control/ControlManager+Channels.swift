@@ -30,6 +30,11 @@ extension ControlManager {
             return refuse(call, .alreadyClaimed(id: channel, by: "\(holder.sender) \(holder.object.rawValue)"))
         }
         if channelTakers[channel] == nil {
+            // Only now does the kernel take channels on the PSM (fail closed: without a
+            // taker it answers "PSM not supported").
+            if let problem = server.takerRegistered(channel) {
+                return refuse(call, .failed("channel \"\(channel)\" cannot listen: \(problem)"))
+            }
             let watch = connection.whenNameLeaves(sender) { [weak self] in
                 self?.endChannelTaker(channel, reason: "left the bus")
             }
@@ -52,8 +57,9 @@ extension ControlManager {
     private func endChannelTaker(_ channel: String, reason: String) {
         guard let entry = channelTakers.removeValue(forKey: channel) else { return }
         entry.watch.cancel()
+        channels?.takerLeft(channel)
         logger.info(
-            "channel taker gone; its channel's connections are refused",
+            "channel taker gone; its channel no longer listens",
             metadata: ["channel": "\(channel)", "taker": "\(entry.sender) \(entry.object.rawValue)", "reason": "\(reason)"])
     }
 
@@ -78,8 +84,9 @@ extension ControlManager {
         }
     }
 
-    /// `ListChannels() -> aa{sv}`: each channel of the definition with its PSM (when it
-    /// listens), security, taker, and the connections open now.
+    /// `ListChannels() -> aa{sv}`: each channel of the definition with its PSM (when gattd
+    /// holds one), whether it listens now (a `program`'s always, a taker's while one is
+    /// registered), security, taker, and the connections open now.
     func listChannels() -> DBusValue {
         guard let server = channels else { return .array(elementSignature: "a{sv}", []) }
         let open = server.openChannels
@@ -89,7 +96,7 @@ extension ControlManager {
                 var entries: [(ControlKey, DBusValue)] = [
                     (.id, .string(definition.id)), (.service, .string(definition.service)),
                     (.security, .string(definition.security.rawValue)),
-                    (.listening, .bool(server.psms[definition.id] != nil)),
+                    (.listening, .bool(server.isListening(definition.id))),
                 ]
                 if let psm = server.psms[definition.id] { entries.append((.psm, .uint16(psm))) }
                 if case .failed(let error)? = server.outcomes[definition.id] {

@@ -7,8 +7,8 @@ import Glibc
 #endif
 
 /// The kernel's L2CAP LE credit-based channels (`AF_BLUETOOTH`/`SOCK_SEQPACKET`/
-/// `BTPROTO_L2CAP` bound with an LE address type): a listener, its deferred children and
-/// what they say about themselves. Every descriptor is non-blocking and close-on-exec;
+/// `BTPROTO_L2CAP` bound with an LE address type): a bound socket that holds a PSM, the
+/// listener it becomes, its channels and what they say about themselves. Every descriptor is non-blocking and close-on-exec;
 /// the owner closes it (`SeqPacketSocket.close`). docs/channels.md has the kernel's rules.
 public enum L2CAPSocket {
     /// An LE address as the kernel gives it (`accept`, `getpeername`).
@@ -20,29 +20,33 @@ public enum L2CAPSocket {
         public var psm: UInt16
     }
 
-    /// A listener on `psm` (0: the kernel picks one of 0x80...0xFF) that demands `security`
-    /// (`BT_SECURITY` level 1...4) of a central's link and defers each channel's setup
-    /// until it is accepted or refused (`BT_DEFER_SETUP`). `receiveMTU` is `BT_RCVMTU`, the
-    /// largest SDU a central may send.
+    /// A socket bound to `psm` (0: the kernel picks one of 0x80...0xFF) that demands
+    /// `security` (`BT_SECURITY` level 1...4) of a central's link; `receiveMTU` is
+    /// `BT_RCVMTU`, the largest SDU a central may send. Bound and not listening, it holds
+    /// the PSM (another program's bind gets `EADDRINUSE`) while the kernel answers a
+    /// central's request for it "PSM not supported" (0x0002): it looks only for listening
+    /// sockets. `startListening` makes it take channels. No `BT_DEFER_SETUP`: the kernel
+    /// closes a deferred channel 40 s after the request (docs/channels.md).
     /// - Throws: the step that failed (`socket` fails with `EAFNOSUPPORT` outside the
     ///   host's network namespace or where the kernel has no Bluetooth).
-    public static func listen(psm: UInt16, security: UInt8, receiveMTU: UInt16, backlog: Int32 = 8)
-        throws(SystemCallError) -> Int32
-    {
+    public static func bind(psm: UInt16, security: UInt8, receiveMTU: UInt16) throws(SystemCallError) -> Int32 {
         let fd = try SystemCall.check("socket(AF_BLUETOOTH, SOCK_SEQPACKET, BTPROTO_L2CAP)") { clinux_l2cap_socket() }
         do throws(SystemCallError) {
-            // Bound first: the LE address type is what makes BT_RCVMTU valid, and the
-            // kernel takes BT_DEFER_SETUP only on a bound socket.
+            // Bound first: the LE address type is what makes BT_RCVMTU valid.
             try SystemCall.check("bind(PSM 0x\(String(psm, radix: 16)))") { clinux_l2cap_bind_le(fd, psm) }
             try SystemCall.check("setsockopt(BT_SECURITY)") { clinux_l2cap_set_security(fd, security) }
-            try SystemCall.check("setsockopt(BT_DEFER_SETUP)") { clinux_l2cap_set_defer_setup(fd) }
             try SystemCall.check("setsockopt(BT_RCVMTU)") { clinux_l2cap_set_receive_mtu(fd, receiveMTU) }
-            try SystemCall.check("listen") { Glibc.listen(fd, backlog) }
         } catch {
             _ = Glibc.close(fd)
             throw error
         }
         return fd
+    }
+
+    /// Makes a socket from `bind` a listener: from now on the kernel accepts each channel a
+    /// central asks for (at the socket's security) and `accept` hands it over, connected.
+    public static func startListening(_ fd: Int32, backlog: Int32 = 8) throws(SystemCallError) {
+        try SystemCall.check("listen") { Glibc.listen(fd, backlog) }
     }
 
     /// The PSM a listener is bound to (`getsockname`).
@@ -52,8 +56,8 @@ public enum L2CAPSocket {
         return name.psm
     }
 
-    /// The next waiting channel, still deferred (the central waits for the answer), or nil
-    /// when none waits (`EAGAIN`).
+    /// The next channel the kernel has accepted (connected: the central has its answer), or
+    /// nil when none waits (`EAGAIN`).
     public static func accept(_ listener: Int32) throws(SystemCallError) -> (fd: Int32, peer: Peer)? {
         var raw = clinux_l2cap_address()
         let fd = SystemCall.retrying { clinux_l2cap_accept(listener, &raw) }
@@ -64,13 +68,11 @@ public enum L2CAPSocket {
         return (fd, peer(raw))
     }
 
-    /// Accepts a deferred channel: the kernel answers the central's request with success
-    /// (a read on a deferred child does that and returns 0). A peek, so that on a channel
-    /// already accepted (its taker read first) no SDU is consumed.
-    public static func authorize(_ fd: Int32) throws(SystemCallError) {
-        var byte: UInt8 = 0
-        let result = SystemCall.retrying { recv(fd, &byte, 0, Int32(MSG_DONTWAIT | MSG_PEEK)) }
-        if result < 0, errno != EAGAIN { throw SystemCallError(operation: "recv (accepting the channel)", code: errno) }
+    /// Ends a connected channel for every holder of it (a taker given a copy of the
+    /// descriptor too): the kernel disconnects it, as gattd's refusal of a channel it has
+    /// already accepted. The caller still closes its descriptor.
+    public static func disconnect(_ fd: Int32) {
+        _ = shutdown(fd, Int32(SHUT_RDWR))
     }
 
     /// Makes a channel's receive buffer hold `bytes` (the kernel counts each queued PDU's

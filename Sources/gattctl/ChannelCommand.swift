@@ -92,11 +92,7 @@ private final class Taker: DBusObject {
         let info = arguments[1]
         let text = { (key: ControlKey) in info.variantDictionaryValue(key.rawValue)?.asString ?? "" }
         let number = { (key: ControlKey) in info.variantDictionaryValue(key.rawValue)?.asUInt16.map { String($0) } ?? "" }
-        // Accept the channel now (a peek: nothing is consumed), so COMMAND's first read is
-        // the central's first SDU and not the deferred channel's end of file.
-        var byte: UInt8 = 0
-        _ = recv(fd, &byte, 0, Int32(MSG_DONTWAIT | MSG_PEEK))
-        // The central's MTU is known once the channel is accepted (BT_SNDMTU).
+        // The central's MTU (BT_SNDMTU), as the kernel says it.
         var mtu: UInt16 = 0
         var length = socklen_t(MemoryLayout<UInt16>.size)
         let sendMTU = getsockopt(fd, 274, 12, &mtu, &length) == 0 ? String(mtu) : number(.sendMTU)

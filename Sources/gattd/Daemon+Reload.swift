@@ -54,6 +54,9 @@ extension Daemon {
     private func apply(_ diff: ConfigurationDiff, _ new: Configuration) {
         logger.info("reloaded: \(diff.summary)")
         configuration = new
+        // Channels change only at a restart, but a channel's program may have been
+        // installed or removed since: say so now rather than at the next connection.
+        channels.checkPrograms()
         if !diff.restartOnly.isEmpty {
             logger.warning(
                 "changed settings take effect at the next start",
@@ -71,6 +74,9 @@ extension Daemon {
             return
         }
         flushState()
+        // Before anything leaves bluetoothd (conservatively also when the reload ends up
+        // leaving every service's application alone: only a warning for centrals away).
+        centrals.tableChanged()
         let served = served(new)
         registrar.replaceApplication(
             leaving: { [unowned self] in self.application.groupsLeaving(for: served) },

@@ -190,6 +190,39 @@ struct AcquiredSocketTests {
         #expect(s.hangsUp(lost))
     }
 
+    @Test("a central's socket bluetoothd stops reading is closed after a quiet interval; one it reads stays")
+    func unreadSocketClosed() throws {
+        let s = try SocketSession()
+        let stream = try #require(s.f.attribute("stream"))
+        let (abandoned, _) = try s.acquire(streamUUID, "AcquireNotify").get()
+        defer { close(abandoned) }
+        let (read, _) = try s.acquire(streamUUID, "AcquireNotify").get()
+        defer { close(read) }
+        s.f.service.set(stream, to: [1]) { _ in }
+        s.f.clock.advance(by: .milliseconds(50))
+        #expect(s.receive(read) == [1])
+        // The interval (5 s) is on the notifications' clock, which moves only here.
+        s.f.clock.advance(by: .seconds(5))
+        s.f.settle(s.bluez.connection)
+        var byte: UInt8 = 0
+        #expect(recv(abandoned, &byte, 1, Int32(MSG_DONTWAIT | MSG_PEEK)) == 1, "values were sent since: not judged yet")
+        s.f.clock.advance(by: .seconds(4))
+        s.f.settle(s.bluez.connection)
+        #expect(recv(abandoned, &byte, 1, Int32(MSG_DONTWAIT | MSG_PEEK)) == 1, "before the quiet interval ends: kept")
+        s.f.clock.advance(by: .seconds(1))
+        s.f.settle(s.bluez.connection)
+        #expect(s.receive(abandoned) == [1], "what it held stays readable")
+        #expect(s.hangsUp(abandoned), "unread through a quiet interval: closed")
+        #expect(stream.isNotifying, "the central that reads is still subscribed")
+        s.f.service.set(stream, to: [2]) { _ in }
+        s.f.clock.advance(by: .milliseconds(50))
+        #expect(s.receive(read) == [2])
+        s.f.clock.advance(by: .seconds(4))
+        s.f.service.set(stream, to: [3]) { _ in }
+        s.f.clock.advance(by: .milliseconds(50))
+        #expect(s.receive(read) == [3], "a socket bluetoothd reads is never closed")
+    }
+
     @Test("AcquireWrite: datagrams are writes through the pipeline; one too long is dropped")
     func writesThroughTheSocket() throws {
         let s = try SocketSession()

@@ -118,6 +118,29 @@ struct CentralWatchTests {
         #expect(w.events.last == .disconnected(device: path, address: identity, addressType: "public", name: "phone"))
     }
 
+    @Test("a table change names the centrals away that bonded over a private address, not those connected or public")
+    func tableChangedWhileAway() throws {
+        let w = try Watched()
+        let identity = "00:AA:01:01:00:01"
+        let phone = try w.bluez.addDevice("6E:0D:A0:33:2C:6E", name: "phone", addressType: "random")
+        let other = try w.bluez.addDevice("AA:BB:CC:DD:EE:01", name: "public")
+        #expect(w.f.run { w.events.count == 2 })
+        try w.bluez.setIdentity(phone, identity)
+        #expect(w.f.run { w.events.count == 3 })
+        #expect(w.watch.tableChanged().isEmpty, "a connected central gets Service Changed on its link")
+        try w.bluez.setConnected(phone, false)
+        try w.bluez.setConnected(other, false)
+        #expect(w.f.run { w.events.count == 5 })
+        #expect(w.watch.tableChanged() == [identity])
+        try w.bluez.setConnected(phone, true)
+        #expect(w.f.run { w.events.count == 6 })
+        try w.bluez.setConnected(phone, false)
+        #expect(w.f.run { w.events.count == 7 })
+        #expect(w.watch.tableChanged() == [identity], "bluetoothd keeps it under the private address until it restarts")
+        w.watch.adapterGone()
+        #expect(w.watch.tableChanged().isEmpty, "a bluetoothd restart files the bond under the identity")
+    }
+
     @Test("two objects with one address (a phone paired again with a new IRK) are one bond: the connected one")
     func twoObjectsOneAddress() throws {
         let identity = "00:AA:01:01:00:02"

@@ -4,12 +4,14 @@
  * Tests/integration/test_python_channels.py on hosts without AF_BLUETOOTH (this CI's).
  * It shares no code with gattd and knows only the socket interface (docs/channels.md,
  * "Kernel facts"): socket(AF_BLUETOOTH, SOCK_SEQPACKET, BTPROTO_L2CAP) becomes an AF_UNIX
- * SOCK_SEQPACKET socket; bind to PSM p listens on the abstract address
+ * SOCK_SEQPACKET socket; bind to PSM p binds the abstract address
  * "\0gattd-fake-l2cap/$FAKE_L2CAP_NAME/0xPP" (PSM 0: the first free of 0x80...0xFF), where
- * a test "central" connects; accept names the peer $FAKE_L2CAP_PEER (an LE public
- * address); SOL_BLUETOOTH options are taken and BT_SNDMTU/BT_RCVMTU answered
- * ($FAKE_L2CAP_SNDMTU, the BT_RCVMTU set on the listener). Closing an accepted socket
- * before it is accepted is the refusal the central sees as end of file.
+ * a test "central" connects once gattd listens on it (listen passes through): bound and not
+ * listening, the address is held and a central's connect fails with ECONNREFUSED, as the
+ * kernel holds the PSM and answers "PSM not supported". accept names the peer
+ * $FAKE_L2CAP_PEER (an LE public address); SOL_BLUETOOTH options are taken and
+ * BT_SNDMTU/BT_RCVMTU answered ($FAKE_L2CAP_SNDMTU, the BT_RCVMTU set on the listener).
+ * gattd closing (or shutting down) an accepted socket is the central's end of file.
  * Every other descriptor passes through untouched. */
 #define _GNU_SOURCE
 #include <dlfcn.h>

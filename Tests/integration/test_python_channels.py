@@ -5,18 +5,24 @@ docs/python.md "L2CAP channels") against a real gattd and the stand-in bluetooth
 This host's kernel has no AF_BLUETOOTH, so gattd runs with `fake_l2cap.c` preloaded: a
 stand-in for the kernel's LE L2CAP sockets (AF_UNIX SOCK_SEQPACKET underneath, one SDU per
 message as on a channel) that shares no code with gattd. A test "central" connects to the
-listener gattd made for PSM 0x90 (channels.json's "log"); gattd accepts it, asks the taker
-(org.gattd.ChannelTaker1.Open with the descriptor) and accepts or refuses it. A refusal is
-gattd closing the deferred channel: the central reads end of file, and gattd logs
-`channel refused:` with the cause. Everything between gattd and the program (the bus, the
+listener gattd made for PSM 0x90 (channels.json's "log"). gattd listens there only while a
+taker is registered: otherwise the address stays bound and not listening, and the
+central's connect fails with ECONNREFUSED (the kernel's "PSM not supported"). While it
+listens, the channel is connected as it arrives; gattd asks the taker
+(org.gattd.ChannelTaker1.Open with the descriptor), and a refusal is gattd closing the open
+channel: the central reads end of file, and gattd logs `channel refused:` with the cause.
+Everything between gattd and the program (the bus, the
 descriptor passing, the taker object, its registration and gattd's watch on it) is real.
 The kernel side of channels is tested in the guest (Tests/vm/scenarios/gattd-channels.sh).
 """
 
 import asyncio
+import errno
+import json
 import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
 
@@ -117,13 +123,33 @@ async def wait_line(g, text, since=0, timeout=10):
 
 
 async def refused(g, name, cause):
-    """A central's open is refused: end of file for it, a new `channel refused: <cause>` in
-    gattd's log."""
+    """A central's open is refused after the kernel accepted it: end of file for it, a new
+    `channel refused: <cause>` in gattd's log."""
     since = logged(g)
     central = await open_central(name)
     assert await asyncio.to_thread(central.recv) == b"", "refused: the central reads end of file"
     central.close()
     return await wait_line(g, "channel refused: " + cause, since)
+
+
+def fake_address(name, psm=PSM):
+    return "\0gattd-fake-l2cap/%s/0x%x" % (name, psm)
+
+
+async def not_listening(g, name, since):
+    """No taker: the central's connect is refused at once (ECONNREFUSED, the kernel's "PSM
+    not supported"), gattd hears nothing of it, and the PSM stays gattd's (another bind of
+    it fails)."""
+    with pytest.raises(ConnectionRefusedError):
+        await open_central(name)
+    other = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    with pytest.raises(OSError) as taken:
+        other.bind(fake_address(name))
+    other.close()
+    assert taken.value.errno == errno.EADDRINUSE, "gattd holds the PSM while it does not listen"
+    # gattd had no channel to refuse (its log so far).
+    with g.child.out.changed:
+        assert not [line for line in g.child.out.lines[since:] if "channel refused" in line], "gattd saw no channel"
 
 
 async def echo(sock, request):
@@ -237,8 +263,9 @@ def test_a_taker_that_leaves_and_gattd_restarting(channel_gattd, private_bus):
     g = start()
 
     async def body():
-        # Nothing registered: refused (fail closed).
-        await refused(g, name, "no program has registered to take it")
+        # Nothing registered: not listening (fail closed), the PSM held.
+        assert g.child.wait_for_line("channel's PSM held; it listens while a program has registered", 10)
+        await not_listening(g, name, 0)
         async with peripheral(private_bus) as app:
             events = app.events()
             await app.take_channel("log", echo)
@@ -251,8 +278,11 @@ def test_a_taker_that_leaves_and_gattd_restarting(channel_gattd, private_bus):
                 assert claimed.value.name == "org.gattd.Error.AlreadyClaimed"
                 with pytest.raises(gattd.NotRegistered):
                     await other.release_channel("log")
+            since = logged(g)
             await app.release_channel("log")
-            await refused(g, name, "no program has registered to take it")
+            # UnregisterChannel's reply comes after gattd stopped listening.
+            await wait_line(g, "channel not listening: no program takes it", since)
+            await not_listening(g, name, since)
             assert await exchange(central, b"b") == [b"b"], "a channel already taken stays open"
             central.close()
             await app.take_channel("log", echo)
@@ -267,8 +297,8 @@ def test_a_taker_that_leaves_and_gattd_restarting(channel_gattd, private_bus):
             return g2
 
     g2 = run(body())
-    # The program left (close() unregisters): refused again.
-    run(refused(g2, name, "no program has registered to take it"))
+    # The program left (close() unregisters): not listening again.
+    run(not_listening(g2, name, logged(g2)))
 
     async def leaves_the_bus():
         app = peripheral(private_bus)
@@ -276,9 +306,9 @@ def test_a_taker_that_leaves_and_gattd_restarting(channel_gattd, private_bus):
         await app.take_channel("log", echo)
         since = logged(g2)
         app._bus.disconnect()  # gone without UnregisterChannel, as a program that crashes
-        line = await wait_line(g2, "channel taker gone; its channel's connections are refused", since)
+        line = await wait_line(g2, "channel taker gone; its channel no longer listens", since)
         assert "left the bus" in line, line
-        await refused(g2, name, "no program has registered to take it")
+        await not_listening(g2, name, since)
     run(leaves_the_bus())
 
 
@@ -328,4 +358,50 @@ def test_without_bluetooth_the_channel_is_refused_to_a_taker(start_gattd, standi
                 assert failed.value.message == 'channel "log" does not listen (see gattd\'s log or gattd --doctor)'
             else:  # a host with Bluetooth: it listens and takes the taker
                 await app.take_channel("log", echo)
+    run(body())
+
+
+@pytest.mark.preload
+def test_program_channels_listen_always_and_one_that_cannot_start_is_closed(
+        start_gattd, standin, fake_l2cap, tmp_path):
+    """A channel with a `program` listens from the start (no taker involved); one whose
+    program cannot start is warned about at the start and at a reload, and each channel
+    to it is accepted by the kernel and closed by gattd at once, with the cause logged."""
+    name = "%d-%s" % (os.getpid(), tmp_path.name)
+    config = tmp_path / "programs.json"
+    config.write_text(json.dumps({
+        "version": 1,
+        "services": [
+            {"id": "a", "uuid": "FE59", "characteristics": [{"id": "x", "uuid": "2A19", "flags": ["read"],
+                                                             "value": {"uint8": 1}}]},
+            {"id": "b", "uuid": "FE5A", "characteristics": [{"id": "y", "uuid": "2A1A", "flags": ["read"],
+                                                             "value": {"uint8": 2}}]}],
+        "channels": [
+            {"id": "echo", "psm": "0x91", "service": "a", "program": {"argv": ["cat"]}},
+            {"id": "broken", "psm": "0x93", "service": "b", "program": {"argv": ["/nonexistent/channel-program"]}}]}))
+    env = {"LD_PRELOAD": fake_l2cap, "FAKE_L2CAP_NAME": name, "FAKE_L2CAP_PEER": PEER, "FAKE_L2CAP_SNDMTU": "100"}
+    if os.environ.get("ASAN_OPTIONS"):
+        env["ASAN_OPTIONS"] = os.environ["ASAN_OPTIONS"] + ":verify_asan_link_order=0"
+    g = start_gattd(str(config), env=env)
+    standin.call("WaitForApplication", dbus.UInt32(10000))
+    warned = g.child.wait_for_line("channel's program cannot start", 10)
+    assert warned is not None and "channel=broken" in warned, warned
+    assert g.child.wait_for_line("channel listening", 10)
+
+    async def body():
+        central = await asyncio.to_thread(Central, name, 0x91)
+        await asyncio.to_thread(central.send, b"hello\n")
+        assert await asyncio.to_thread(central.recv) == b"hello\n", "listening with no taker registered"
+        central.close()
+        since = logged(g)
+        broken = await asyncio.to_thread(Central, name, 0x93)
+        assert await asyncio.to_thread(broken.recv) == b"", "gattd closes the channel at once"
+        broken.close()
+        line = await wait_line(g, "channel refused: its program cannot start", since)
+        assert "channel=broken" in line and "address=" + PEER in line, line
+        # A reload checks again.
+        since = logged(g)
+        g.child.proc.send_signal(signal.SIGHUP)
+        again = await wait_line(g, "channel's program cannot start", since)
+        assert "channel=broken" in again, again
     run(body())

@@ -19,6 +19,15 @@ kernel then waits 40 s and fails with EINPROGRESS (Tests/vm/README.md, gattd-cha
                                   lost or doubled; with --kill, kills the pid in PIDFILE
                                   half way and expects the channel to close
   refused PSM                     the channel is refused (connect fails); prints the errno
+  closed PSM                      the channel opens and the peripheral closes it at once
+                                  (end of file or ECONNRESET before any SDU)
+  held PSM                        binding PSM on any adapter (LE) fails with EADDRINUSE:
+                                  gattd holds it (run in the guest, on gattd's kernel)
+  long PSM SECONDS                opens the channel and echoes 1 KiB, prints "opened", then
+                                  reads a line from standard input (the scenario's other
+                                  steps run meanwhile), waits only for what remains of
+                                  SECONDS since the open (measured from it) and echoes
+                                  64 KiB in order on the same channel
   hold --holder ADDR              hci3 (--holder) advertises and bluetoothd on --adapter2
                                   connects to it and keeps the link (btvirt hands the
                                   peripheral the central's connection handle; see main())
@@ -269,6 +278,62 @@ def echo(sock, total, kill=None, label='central', window=None):
     return time.monotonic() - started
 
 
+def closed_at_once(own, peer, psm):
+    """The channel opens (the peripheral's kernel accepted it) and the peripheral closes it
+    before sending anything: seconds from the connect to the close."""
+    started = time.monotonic()
+    try:
+        sock = open_channel(own, peer, psm, timeout=bound(10))
+    except ConnectionResetError:
+        # The close came before connect() returned: the kernel answered success (a refusal
+        # would be ECONNREFUSED), then the disconnection ended the wait.
+        return time.monotonic() - started
+    try:
+        got = sock.recv(CENTRAL_MTU + 1)
+    except ConnectionResetError:
+        got = b''
+    except socket.timeout:
+        raise CheckFailed('the channel to PSM %d opened and stayed open for %d s' % (psm, bound(10)))
+    finally:
+        sock.close()
+    if got:
+        raise CheckFailed('the channel to PSM %d opened and carried %d bytes; it should have been closed' % (psm, len(got)))
+    return time.monotonic() - started
+
+
+def held(psm):
+    """Binding PSM with an LE address type on any adapter fails with EADDRINUSE."""
+    sock = socket.socket(AF_BLUETOOTH, socket.SOCK_SEQPACKET, BTPROTO_L2CAP)
+    raw = sockaddr_l2('00:00:00:00:00:00', psm)
+    result = LIBC.bind(sock.fileno(), raw, len(raw))
+    err = ctypes.get_errno()
+    sock.close()
+    if result == 0:
+        raise CheckFailed('PSM %d could be bound: nobody holds it' % psm)
+    if err != errno.EADDRINUSE:
+        raise CheckFailed('binding PSM %d failed with %s, not EADDRINUSE' % (psm, os.strerror(err)))
+    return 'binding PSM %d: %s (EADDRINUSE)' % (psm, os.strerror(err))
+
+
+def long_lived(own, peer, psm, seconds):
+    """A channel that stays open: opened and used, then, after the caller's line on standard
+    input and what remains of `seconds` since the open, used again."""
+    opened = time.monotonic()
+    sock = open_channel(own, peer, psm)
+    echo(sock, 1024, label='long-lived channel, at its open', window=65536)
+    print('opened: the channel to PSM %d echoed 1024 bytes' % psm, flush=True)
+    sys.stdin.readline()
+    remaining = seconds - (time.monotonic() - opened)
+    print('the other steps took %.1f s since the open; waiting %.1f s more' % (seconds - remaining, max(remaining, 0)),
+          flush=True)
+    if remaining > 0:
+        time.sleep(remaining)  # the subject is the channel's age: at least `seconds` old
+    age = time.monotonic() - opened
+    echo(sock, 65536, label='long-lived channel, %.1f s after its open' % age, window=65536)
+    sock.close()
+    return age
+
+
 def connect(adapter, peer):
     """bluetoothd on adapter forgets peer, finds it advertising and connects; a line saying so."""
     central = Central.fresh(adapter, peer)
@@ -333,8 +398,8 @@ def main():
     parser.add_argument('--adapter2', default='hci2', help='the adapter that holds a link (hold)')
     parser.add_argument('--holder', help="hci3's address (hold)")
     parser.add_argument('--peer', required=True)
-    parser.add_argument('command', choices=['connect', 'read-psm', 'echo', 'refused', 'hold', 'parallel', 'pair',
-                                            'link-up'])
+    parser.add_argument('command', choices=['connect', 'read-psm', 'echo', 'refused', 'closed', 'held', 'long', 'hold',
+                                            'parallel', 'pair', 'link-up'])
     parser.add_argument('args', nargs='*')
     parser.add_argument('--kill')
     parser.add_argument('--window', type=int, help='bytes sent and not yet echoed at most (default: no limit)')
@@ -366,6 +431,17 @@ def main():
                 return 0
             sock.close()
             raise CheckFailed('the channel to PSM %d opened; it should have been refused' % psm)
+        elif args.command == 'closed':
+            psm = int(args.args[0])
+            print('closed: the channel to PSM %d opened and the peripheral closed it %.2f s after the connect'
+                  % (psm, closed_at_once(args.own, args.peer, psm)))
+        elif args.command == 'held':
+            print(held(int(args.args[0])))
+        elif args.command == 'long':
+            psm, seconds = int(args.args[0]), float(args.args[1])
+            age = long_lived(args.own, args.peer, psm, seconds)
+            print('long-lived: the channel to PSM %d was open %.1f s (more than %.0f s) and echoed 65536 bytes '
+                  'in order, nothing lost or doubled' % (psm, age, seconds))
         elif args.command == 'hold':
             print(hold(args.adapter2, args.holder))
         elif args.command == 'pair':

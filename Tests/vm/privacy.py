@@ -12,12 +12,16 @@ what a program would do goes through gattctl (--gattctl). Phases:
             `connected` event names it, type random), subscribe to `reply` (acquireNotify), pair (just works):
             the `address-changed` event names the RPA and the identity; `gattctl centrals`
             and `bonds` show the identity; its old RPA names nobody (`--to RPA` is "not
-            connected"); a write is reported with the identity; `gattctl disconnect IDENTITY` drops the link and the `disconnected`
+            connected"); values over the subscription made from the RPA (`prebond_values`);
+            a write is reported with the identity; `gattctl disconnect IDENTITY` drops the link and the `disconnected`
             event names the identity. A program following only the events never meets an
             address it was not told.
-  return    after the pairing window closed: a power cycle gives a new RPA, the central
+  return    after the pairing window closed and gattd reloaded without `plain` (the
+            attributes after it moved): a power cycle gives a new RPA, the central
             connects again (auto-connect, as phones do) and stays connected (bondedOnly
-            keeps a bonded central), the `connected` event names the identity, it
+            keeps a bonded central), the `connected` event names the identity, it sees the
+            reloaded table and reads `reply` at its new handle, gattd logs its return after
+            the change it missed, `reply` is not subscribed until it subscribes, it
             subscribes to `reply` and `gattctl set reply --to IDENTITY` reaches it on a
             bluetoothd that targets sockets (5.82) and is refused as untargetable (never "not
             subscribed") on 5.66, where a value for all reaches it instead (first seen as the
@@ -166,6 +170,7 @@ def phase_first(central, args):
     if 'is not connected' not in done.stderr:
         raise CheckFailed('the old RPA should name no connected central: %s' % done.stderr.strip())
 
+    prebond_values(central, args, watch, reply, before)
     central.write(found[CMD]['path'], b'hello')
     written = watch.wait(central, 'the written event', before, event='written', id='cmd')
     if (written.get('address'), written.get('device')) != (args.identity, first['device']):
@@ -180,6 +185,39 @@ def phase_first(central, args):
     step('gattctl disconnect %s dropped it; the event names the identity' % args.identity)
     close_window(central, args, watch)
     watch.check_tracking()
+
+
+def prebond_values(central, args, watch, reply, before):
+    """Values over the subscription the central made from its RPA, now that it has bonded on
+    the same link (docs/bluez-contract.md §12). 5.66 (one shared socket): bluetoothd finds the
+    subscription by the address the link began with and sends the value for all. 5.79 and
+    later (a socket per central): bluetoothd looks for the subscription under the identity,
+    finds none and stops reading that socket; the value gattd sent it (`--to IDENTITY`, which
+    gattd accepts) and the value for all after it never arrive, and gattd, seeing its socket
+    keep them unread, closes it: `reply` unsubscribed, and a value for the central alone is
+    refused as "not subscribed" instead of lost in silence."""
+    base = reply_value(args)
+    mark = len(watch.events())
+    if not args.targeted:
+        gattctl(args, 'set', 'reply', '--uint16', str(base + 2))
+        got = central.wait_notifications(reply, 1, what='the value for all over the pre-bond subscription')
+        if got[-1] != uint16(base + 2):
+            raise CheckFailed('the value for all %s arrived as %s' % (uint16(base + 2).hex(), got[-1].hex()))
+        step('the value for all reached the central over the subscription it made from its RPA (%s)' % got[-1].hex())
+        return
+    gattctl(args, 'set', 'reply', '--uint16', str(base + 1), '--to', args.identity)
+    gattctl(args, 'set', 'reply', '--uint16', str(base + 2))
+    watch.wait(central, 'gattd to close the socket bluetoothd stopped reading', mark, event='unsubscribed', id='reply')
+    if central.notifications[reply]:
+        raise CheckFailed('a value over the pre-bond subscription arrived: %s' % central.notifications[reply])
+    log = open(args.gattd_log).read()
+    if 'bluetoothd stopped reading a central\'s notify socket' not in log:
+        raise CheckFailed('gattd did not say why the socket was closed')
+    done = gattctl(args, 'set', 'reply', '--uint16', str(base + 3), '--to', args.identity, expect=5)
+    if not re.search(r'not subscribed|no central is subscribed', done.stderr):
+        raise CheckFailed('a value for the central should be refused as not subscribed: %s' % done.stderr.strip())
+    step('neither value reached the central; gattd closed the socket bluetoothd stopped reading: %s'
+         % done.stderr.strip())
 
 
 def close_window(central, args, watch):
@@ -212,7 +250,7 @@ def uint16(value):
     return (value % 0x10000).to_bytes(2, 'little')
 
 
-def targeted_value(central, args, watch, reply, before, device, kept=False, fresh=False, held=False):
+def targeted_value(central, args, watch, reply, before, device, fresh=False, held=False):
     """Subscribes to `reply` and sends it a value for this central alone, by its identity:
     it arrives where bluetoothd targets sockets (5.79 and later); 5.66 shares one socket and
     gattd refuses, saying so (never "not subscribed"), and a value for all reaches it.
@@ -223,37 +261,23 @@ def targeted_value(central, args, watch, reply, before, device, kept=False, fres
     for all must first show up as the watch's `changed` event (gattd wrote it), and only
     then is the notification awaited (bluetoothd sent it).
 
-    kept: 5.66 only, the central's return before bluetoothd restarted. bluetoothd kept the
-    subscription the central made from its first RPA (its CCC state, kept by that address
-    because the central is bonded) and with it the shared socket, so the central's new
-    subscription rides on that socket and brings no `AcquireNotify` (docs/bluez-contract.md
-    §12): `reply` is still subscribed before the central subscribes, and the value for all
-    reaches it through the socket gattd already has.
-
-    fresh: after bluetoothd restarted, no subscription survives (§6): `reply` must not be
-    subscribed before the central subscribes.
+    fresh: after bluetoothd restarted, or gattd re-registered its application (a reload),
+    no subscription survives (§6): `reply` must not be subscribed before the central
+    subscribes.
 
     held: 5.66 after a re-pair with a new IRK (phase repair): bluetoothd looks the identity
     up for each subscriber, finds the older object, which has no link, and keeps the value
     pending for it (§12), so only gattd's part is checked: the value for all written.
 
-    Either way, once the central unsubscribes `reply` must end unsubscribed: on 5.66 the
-    first value after the return dropped the record of the first RPA (§12)."""
-    if kept:
-        if not reply_subscribed(args):
-            raise CheckFailed('5.66 keeps the subscription of a bonded central from its first visit: '
-                              'reply should still be subscribed before it subscribes again')
-        central.subscribe(reply)
-        step('subscribed again: no AcquireNotify, bluetoothd uses the shared socket of the first visit')
-    else:
-        if fresh and reply_subscribed(args):
-            raise CheckFailed('no subscription survives a bluetoothd restart: reply is subscribed '
-                              'before the central subscribed')
-        central.subscribe(reply)
-        subscribed = watch.wait(central, 'central-subscribed reply', before, event='central-subscribed', id='reply')
-        if subscribed.get('device') not in (device if isinstance(device, list) else [device]):
-            raise CheckFailed('central-subscribed names %s, the central is %s' % (subscribed.get('device'), device))
-        step('subscribed through a new socket (central-subscribed %s)' % subscribed['device'])
+    Either way, once the central unsubscribes `reply` must end unsubscribed."""
+    if fresh and reply_subscribed(args):
+        raise CheckFailed('no subscription survives a restart or a reload: reply is subscribed '
+                          'before the central subscribed')
+    central.subscribe(reply)
+    subscribed = watch.wait(central, 'central-subscribed reply', before, event='central-subscribed', id='reply')
+    if subscribed.get('device') not in (device if isinstance(device, list) else [device]):
+        raise CheckFailed('central-subscribed names %s, the central is %s' % (subscribed.get('device'), device))
+    step('subscribed through a new socket (central-subscribed %s)' % subscribed['device'])
     base = reply_value(args)
     targeted, for_all = uint16(base + 1), uint16(base + 2)
     done = gattctl(args, 'set', 'reply', '--uint16', str(int.from_bytes(targeted, 'little')), '--to', args.identity,
@@ -286,7 +310,7 @@ def targeted_value(central, args, watch, reply, before, device, kept=False, fres
             if got[-1] != for_all:
                 raise CheckFailed('the value for all %s arrived as %s' % (for_all.hex(), got[-1].hex()))
             step('gattctl set reply (to all) reached the central through the %s socket (%s)'
-                 % ('kept shared' if kept else 'new shared', got[-1].hex()))
+                 % ('new shared', got[-1].hex()))
     central.unsubscribe(reply)
     watch.wait(central, 'reply unsubscribed', mark, event='unsubscribed', id='reply')
     if reply_subscribed(args):
@@ -294,7 +318,7 @@ def targeted_value(central, args, watch, reply, before, device, kept=False, fres
     step('the central unsubscribed: reply is unsubscribed')
 
 
-def returning(central, args, device_path_check, kept=False, fresh=False, irk=IRK):
+def returning(central, args, device_path_check, fresh=False, irk=IRK, moved=False):
     watch = Watch(args.watch)
     agent = CentralAgent(central.bus, forbid=True)
     register_agent(central, agent, 'NoInputNoOutput')
@@ -303,6 +327,9 @@ def returning(central, args, device_path_check, kept=False, fresh=False, irk=IRK
     path = central.device_path(args.peer)
     if not central.prop(path, 'org.bluez.Device1', 'Paired'):
         raise CheckFailed('this central lost its bond with %s' % args.peer)
+    cached = central.gatt_tree(path).get(SERVICE, {}).get('chrcs', {})
+    if moved and PLAIN not in cached:
+        raise CheckFailed('the central should have cached the table with plain: %s' % sorted(cached))
     auto_connect(central, path, args.peer)
     central.pump_until(lambda: bool(central.prop(path, 'org.bluez.Device1', 'ServicesResolved')), 30,
                        'services resolved')
@@ -312,7 +339,23 @@ def returning(central, args, device_path_check, kept=False, fresh=False, irk=IRK
     device_path_check(back['device'])
     step('returned (bluetoothd\'s object %s), announced as %s' % (back['device'], back['address']))
     found = chrcs(central, path, SERVICE)
-    targeted_value(central, args, watch, found[REPLY]['path'], before, back['device'], kept, fresh)
+    if moved:
+        # gattd was reloaded without `plain` while the central was away: the attributes after
+        # it moved (docs/bluez-contract.md §10). The central must see the new table, and each
+        # characteristic it reads must give its own value.
+        if PLAIN in found:
+            raise CheckFailed('the central still lists plain after its return: %s' % sorted(found))
+        value = central.read(found[REPLY]['path'])
+        if value != uint16(reply_value(args)):
+            raise CheckFailed('read reply = %s, gattd holds %s' % (value.hex(), uint16(reply_value(args)).hex()))
+        step('the central sees the table of the reload while it was away (plain gone; %s)'
+             % ', '.join('%s at %s' % (name, found[uuid]['path'].rsplit('/', 1)[1])
+                         for name, uuid in (('secret', SECRET), ('reply', REPLY), ('cmd', CMD))))
+        if not re.search(r'returned after the GATT table changed while it was away.*%s' % re.escape(args.identity),
+                         open(args.gattd_log).read()):
+            raise CheckFailed('gattd did not log the return of a central that missed Service Changed')
+        step('gattd logged its return after the change it missed')
+    targeted_value(central, args, watch, found[REPLY]['path'], before, back['device'], fresh)
     secret = found[SECRET]['path']
     value = central.read(secret)
     if value != b'for bonded phones':
@@ -336,8 +379,9 @@ def phase_return(central, args):
     def same_object(device):
         if device.endswith('dev_' + args.identity.replace(':', '_')):
             raise CheckFailed('before a restart bluetoothd keeps the object of the first RPA, got %s' % device)
-    # A shared socket (5.66) is still held for the central's first subscription.
-    returning(central, args, same_object, kept=args.shared)
+    # gattd was reloaded while the central was away, which ended every subscription: `reply`
+    # is not subscribed until the central subscribes again.
+    returning(central, args, same_object, fresh=True, moved=True)
 
 
 def phase_restarted(central, args):

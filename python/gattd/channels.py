@@ -57,15 +57,6 @@ def request_of(channel: str, info: Dict[str, Any]) -> ChannelRequest:
                           receive_mtu=int(info.get("ReceiveMTU", 0)), info=info)
 
 
-def accept(sock: socket.socket) -> None:
-    """Accepts a deferred channel (a zero-length peek: the kernel answers the central, and
-    no SDU is consumed), as gattd does when Open returns."""
-    try:
-        sock.recv(0, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-    except (BlockingIOError, InterruptedError):
-        pass
-
-
 def send_mtu(sock: socket.socket) -> Optional[int]:
     """BT_SNDMTU of an accepted channel, None when the socket does not say."""
     try:

@@ -465,11 +465,10 @@ class Peripheral:
                     verdict = await verdict
                 if not verdict:
                     raise _Declined("the program refused the connection")
-            ch.accept(sock)
             mtu = ch.send_mtu(sock)
             if mtu:
                 request = dataclasses.replace(request, send_mtu=mtu)
-        except Exception as error:  # fail closed: refused, the central's open fails
+        except Exception as error:  # fail closed: refused, gattd closes the channel
             if sock is not None:
                 sock.close()
             else:

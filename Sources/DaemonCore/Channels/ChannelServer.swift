@@ -9,14 +9,18 @@ public import SystemCalls
 /// The L2CAP LE credit-based channels of the definition (`channels`): one kernel listener
 /// per channel, and for each central that opens one, a taker or a refusal.
 ///
-/// The listeners defer each channel's setup (`BT_DEFER_SETUP`): the central waits while
-/// gattd finds a taker, and the kernel answers it only when gattd accepts (a read on the
-/// child) or refuses (closing the child). A taker is the channel's `program`, started per
-/// channel with one end of a `SOCK_SEQPACKET` pair on its standard input and output while
-/// gattd relays SDUs (`ChannelRelay`), or a program registered over the control API
-/// (`takers`), which gets the channel's descriptor. No taker, a taker that declines, or a
-/// program that cannot start: the channel is refused and the cause logged
-/// (docs/fail-closed.md). Everything runs on the loop.
+/// Each channel's PSM is held by a bound socket from the start. A channel with a `program`
+/// listens always; one taken by a program registered over the control API listens only
+/// while a taker is registered (`takerRegistered`/`takerLeft`): otherwise the kernel itself
+/// answers a central "PSM not supported" (0x0002), and no other process can bind the PSM.
+/// Nothing is deferred (`BT_DEFER_SETUP`): the kernel closes a deferred channel 40 s after
+/// the central's request (docs/channels.md), so the kernel accepts each channel, and a
+/// refusal after that (a taker that declines or does not answer, a program that cannot
+/// start) closes the open channel at once, with the cause logged (docs/fail-closed.md). A
+/// taker is the channel's `program`, started per channel with one end of a
+/// `SOCK_SEQPACKET` pair on its standard input and output while gattd relays SDUs
+/// (`ChannelRelay`), or the registered program (`takers`), which gets the channel's
+/// descriptor. Everything runs on the loop.
 public final class ChannelServer {
     /// A channel a central opened, as the control API reports it.
     public struct OpenChannel: Sendable, Equatable {
@@ -45,9 +49,9 @@ public final class ChannelServer {
         case closed(OpenChannel, reason: String)
     }
 
-    /// What became of a channel's listener.
+    /// What became of a channel's socket: bound to a PSM (listening or not), or failed.
     public enum Listener: Sendable, Equatable {
-        case listening(psm: UInt16)
+        case bound(psm: UInt16)
         case failed(SystemCallError)
     }
 
@@ -63,7 +67,9 @@ public final class ChannelServer {
     public let definitions: [ChannelDefinition]
     private let loop: EventLoop
     private let logger: Logger
-    private var listeners: [String: (fd: Int32, watch: IOWatch, psm: UInt16)] = [:]
+    /// Each channel's socket by channel id: bound to its PSM, and a listener (with its
+    /// watch) while it takes channels.
+    private var listeners: [String: (fd: Int32, watch: IOWatch?, psm: UInt16)] = [:]
     private var relays: [UInt32: (channel: OpenChannel, relay: ChannelRelay, child: ChildProcess?)] = [:]
     private var nextSerial: UInt32 = 1
     /// Outcome of each channel's listener, by channel id (after `listen`).
@@ -91,26 +97,112 @@ public final class ChannelServer {
         }.sorted { $0.serial < $1.serial }
     }
 
-    /// The PSMs listened on, by channel id.
+    /// The PSMs held, by channel id (listening or not).
     public var psms: [String: UInt16] { listeners.mapValues(\.psm) }
 
-    /// Makes every channel's listener: the definition's PSM, else the one `saved` from an
-    /// earlier run (when the kernel has it free), else one the kernel picks.
+    /// Whether the kernel takes channels on `channel`'s PSM now.
+    public func isListening(_ channel: String) -> Bool { listeners[channel]?.watch != nil }
+
+    /// Binds every channel's PSM: the definition's, else the one `saved` from an earlier
+    /// run (when the kernel has it free), else one the kernel picks. A channel with a
+    /// `program` listens at once (its program is checked: `checkPrograms`); the others wait
+    /// for a taker (`takerRegistered`).
     @discardableResult
     public func listen(saved: [String: UInt16]) -> [String: Listener] {
         for definition in definitions {
-            let outcome = makeListener(definition, saved: saved[definition.id])
+            let outcome = bind(definition, saved: saved[definition.id])
             outcomes[definition.id] = outcome
+            guard case .bound(let psm) = outcome else { continue }
+            if definition.program != nil {
+                do throws(SystemCallError) {
+                    try startListening(definition)
+                } catch {
+                    if let bound = listeners.removeValue(forKey: definition.id) { SeqPacketSocket.close(bound.fd) }
+                    outcomes[definition.id] = .failed(error)
+                }
+            } else {
+                logger.info(
+                    "channel's PSM held; it listens while a program has registered to take it",
+                    metadata: metadata(definition, psm: psm))
+            }
         }
+        checkPrograms()
         return outcomes
     }
 
-    private func makeListener(_ definition: ChannelDefinition, saved: UInt16?) -> Listener {
+    /// Logs each channel whose `program` cannot start now (at start and at a reload): its
+    /// connections would be refused.
+    public func checkPrograms() {
+        for definition in definitions {
+            guard let argv = definition.program, let problem = ChildProcess.cannotRun(argv[0]) else { continue }
+            logger.warning(
+                "channel's program cannot start: \(problem); every connection to it will be closed at once",
+                metadata: ["channel": "\(definition.id)", "program": "\(argv[0])"])
+        }
+    }
+
+    /// A program has registered to take `channel`: its socket listens from now on. Returns
+    /// why it cannot (`listen`'s error; the PSM stays held, not listening), nil when it does.
+    public func takerRegistered(_ channel: String) -> String? {
+        guard let definition = definitions.first(where: { $0.id == channel }), definition.program == nil,
+            listeners[channel] != nil, !isListening(channel)
+        else { return nil }
+        do throws(SystemCallError) {
+            try startListening(definition)
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    /// `channel`'s taker is gone: channels already queued are refused (no taker), the
+    /// listener is closed and the PSM bound again at once by a socket that does not listen,
+    /// so the kernel answers "PSM not supported" and no other program takes the PSM.
+    public func takerLeft(_ channel: String) {
+        guard let definition = definitions.first(where: { $0.id == channel }), definition.program == nil,
+            let listener = listeners[channel], let watch = listener.watch
+        else { return }
+        acceptAll(definition, listener.fd)
+        watch.cancel()
+        SeqPacketSocket.close(listener.fd)
+        listeners[channel] = nil
+        do throws(SystemCallError) {
+            let fd = try L2CAPSocket.bind(
+                psm: listener.psm, security: definition.security.kernelLevel, receiveMTU: Self.receiveMTU)
+            listeners[channel] = (fd, nil, listener.psm)
+            logger.info(
+                "channel not listening: no program takes it; a central asking for it hears \"PSM not supported\"",
+                metadata: metadata(definition, psm: listener.psm))
+        } catch {
+            outcomes[channel] = .failed(error)
+            logger.error(
+                "channel's PSM could not be held again: \(error); a taker cannot register until gattd restarts",
+                metadata: metadata(definition, psm: listener.psm))
+        }
+    }
+
+    private func startListening(_ definition: ChannelDefinition) throws(SystemCallError) {
+        guard let bound = listeners[definition.id] else { return }
+        try L2CAPSocket.startListening(bound.fd)
+        let fd = bound.fd
+        let watch = loop.watch(fd: fd, events: .readable) { [unowned self] _ in self.acceptAll(definition, fd) }
+        listeners[definition.id] = (fd, watch, bound.psm)
+        logger.info("channel listening", metadata: metadata(definition, psm: bound.psm))
+    }
+
+    private func metadata(_ definition: ChannelDefinition, psm: UInt16) -> Logger.Metadata {
+        [
+            "channel": "\(definition.id)", "psm": "0x\(String(psm, radix: 16))",
+            "security": "\(definition.security.rawValue)",
+        ]
+    }
+
+    private func bind(_ definition: ChannelDefinition, saved: UInt16?) -> Listener {
         let wanted = definition.psm ?? saved.flatMap { ChannelDefinition.dynamicPSMs.contains($0) ? $0 : nil } ?? 0
         var attempt = wanted
         while true {
             do throws(SystemCallError) {
-                let fd = try L2CAPSocket.listen(
+                let fd = try L2CAPSocket.bind(
                     psm: attempt, security: definition.security.kernelLevel, receiveMTU: Self.receiveMTU)
                 let psm: UInt16
                 do throws(SystemCallError) {
@@ -119,15 +211,8 @@ public final class ChannelServer {
                     SeqPacketSocket.close(fd)
                     throw error
                 }
-                let watch = loop.watch(fd: fd, events: .readable) { [unowned self] _ in self.acceptAll(definition, fd) }
-                listeners[definition.id] = (fd, watch, psm)
-                logger.info(
-                    "channel listening",
-                    metadata: [
-                        "channel": "\(definition.id)", "psm": "0x\(String(psm, radix: 16))",
-                        "security": "\(definition.security.rawValue)",
-                    ])
-                return .listening(psm: psm)
+                listeners[definition.id] = (fd, nil, psm)
+                return .bound(psm: psm)
             } catch {
                 // The PSM kept from the last run is taken: a new one is as good (phones
                 // read it from the PSM characteristic).
@@ -146,7 +231,7 @@ public final class ChannelServer {
     /// Closes the listeners and every open channel (gattd stops); programs get SIGTERM.
     public func stop() {
         for (_, listener) in listeners {
-            listener.watch.cancel()
+            listener.watch?.cancel()
             SeqPacketSocket.close(listener.fd)
         }
         listeners = [:]
@@ -177,11 +262,9 @@ public final class ChannelServer {
     public static let receiveBufferBytes: Int32 = 4 << 20
 
     private func arrived(_ definition: ChannelDefinition, fd: Int32, peer: L2CAPSocket.Peer) {
-        // Before the channel is accepted, so that no SDU arrives into a smaller buffer (a
-        // registered taker gets it so too).
+        // First thing: the kernel connected the channel as it queued it, and SDUs may come
+        // from now on (a registered taker gets the buffer so too).
         let receiveBuffer = L2CAPSocket.reserveReceiveBuffer(fd, bytes: Self.receiveBufferBytes)
-        // The central's MTU (BT_SNDMTU) is known to the kernel only once the channel is
-        // accepted: 0 until then.
         let mtus = L2CAPSocket.mtus(fd)
         var channel = OpenChannel(
             serial: nextSerial, channel: definition.id, psm: listeners[definition.id]?.psm ?? peer.psm,
@@ -193,7 +276,7 @@ public final class ChannelServer {
         nextSerial &+= 1
         if nextSerial == 0 { nextSerial = 1 }
         if let argv = definition.program {
-            startProgram(argv, for: &channel, fd: fd)
+            startProgram(argv, for: channel, fd: fd)
         } else if let handoff = takers(definition.id) {
             handoff(channel, fd) { [weak self] declined in
                 guard let self else { return SeqPacketSocket.close(fd) }
@@ -205,31 +288,24 @@ public final class ChannelServer {
         }
     }
 
-    /// Closing a deferred child is the kernel's refusal (the central hears "refused: no
-    /// resources available").
+    /// The kernel has accepted the channel: refusing it now is disconnecting it (the
+    /// central sees its open channel closed at once), for a taker's copy of the descriptor
+    /// too.
     private func refuse(_ channel: OpenChannel, fd: Int32, because reason: String) {
+        L2CAPSocket.disconnect(fd)
         SeqPacketSocket.close(fd)
         logger.warning("channel refused: \(reason)", metadata: metadata(channel))
     }
 
     private func acceptPassed(_ channel: OpenChannel, fd: Int32) {
-        var channel = channel
-        do throws(SystemCallError) {
-            try L2CAPSocket.authorize(fd)
-        } catch {
-            return refuse(channel, fd: fd, because: "accepting it failed: \(error)")
-        }
-        channel.sendMTU = max(L2CAPSocket.mtus(fd).send, 0)
         // The taker holds its own copy; gattd's must go, or the channel outlives the taker.
         SeqPacketSocket.close(fd)
         logger.info("channel opened", metadata: metadata(channel))
         onEvent?(.opened(channel))
     }
 
-    /// Checks that the program can run (refusing the deferred channel when not), accepts
-    /// the channel (only then does the kernel say the central's MTU), starts the program
-    /// and relays.
-    private func startProgram(_ argv: [String], for channel: inout OpenChannel, fd: Int32) {
+    /// Checks that the program can run (closing the channel when not), starts it and relays.
+    private func startProgram(_ argv: [String], for channel: OpenChannel, fd: Int32) {
         if let problem = ChildProcess.cannotRun(argv[0]) {
             return refuse(channel, fd: fd, because: "its program cannot start: \(problem)")
         }
@@ -239,20 +315,10 @@ public final class ChannelServer {
         } catch {
             return refuse(channel, fd: fd, because: "no socket pair for its program: \(error)")
         }
-        do throws(SystemCallError) {
-            try L2CAPSocket.authorize(fd)
-        } catch {
+        let closeAccepted = { (reason: String, channel: OpenChannel) in
             SeqPacketSocket.close(ends.0)
             SeqPacketSocket.close(ends.1)
-            return refuse(channel, fd: fd, because: "accepting it failed: \(error)")
-        }
-        channel.sendMTU = L2CAPSocket.mtus(fd).send
-        // From here on the central has the channel: a failure closes it.
-        let closeAccepted = { [logger] (reason: String, channel: OpenChannel) in
-            SeqPacketSocket.close(ends.0)
-            SeqPacketSocket.close(ends.1)
-            SeqPacketSocket.close(fd)
-            logger.warning("channel closed: \(reason)", metadata: self.metadata(channel))
+            self.refuse(channel, fd: fd, because: reason)
         }
         guard channel.sendMTU > 0 else { return closeAccepted("the kernel gives no MTU for it", channel) }
         // The program's end blocks, as a program reading its standard input expects.

@@ -7,24 +7,36 @@
 # its own link could meet gattd's controller while its advertising is switched off and on
 # after a disconnection, and then waits 40 s and fails (Tests/vm/README.md, gattd-channels).
 #   1. the PSMs read over ATT (bluetoothd's GATT client) from Apple's PSM characteristics;
+#      untaken (no program, no registered taker): gattd holds its PSM without listening, so
+#      the kernel answers the central "PSM not supported" (0x0002, btmon; checked here while
+#      btmon keeps up) and another bind of it fails (EADDRINUSE); gattd sees nothing;
 #   2. encrypt (PSM 0x94, security "encrypt", its PSM characteristic encrypt-read): with the
 #      pairing window closed the connect is refused (the kernel answers "insufficient
 #      encryption" or "authentication", btmon shows it; gattd is never asked:
 #      docs/channels.md, "Refusals"), then after `gattctl pairing open` the central pairs
 #      and the channel opens and echoes;
-#   3. echo: the kernel-chosen PSM, relayed through a program gattd starts per channel
-#      (sh -c 'exec cat'); CHANNEL_BYTES (default 2 MiB; 4 MiB in run-suite --all) each way
+#   3. a long-lived channel (fixed: PSM 0x91 asked for, relayed through cat) is opened and
+#      used, then left open while the steps below run (it is used again in step 8b);
+#      echo: the kernel-chosen PSM, relayed through a program gattd starts per channel
+#      (sh -c 'exec cat'); CHANNEL_BYTES (default 4 MiB) each way
 #      in SDUs of varied size, in order, nothing lost or doubled, at most WINDOW bytes
 #      unechoed (docs/channels.md: the kernel reorders SDUs at a receiver whose socket
 #      fills); gattd's CPU time per MiB;
-#   4. fixed: PSM 0x91 asked for, relayed through cat;
-#   5. untaken (no program, no registered taker) and broken (a program that cannot start):
-#      the central's connect is refused and gattd logs the cause;
-#   6. a registered taker (gattctl channel untaken -- cat) gets the descriptor and echoes
-#      CHANNEL_BYTES; once it leaves, the channel is refused again;
+#   4. (PSM 0x91 asked for, relayed through cat: the long-lived channel of steps 3 and 8b,
+#      which took this step's place and its 3 s);
+#   5. broken (a program that cannot start; gattd warned at its start): the kernel accepts
+#      the channel, gattd closes it at once and logs the cause;
+#   6. a registered taker (gattctl channel untaken -- cat): gattd listens from its
+#      registration, the taker gets the descriptor and echoes CHANNEL_BYTES; once it leaves
+#      gattd stops listening and holds the PSM again: refused by the kernel at once;
 #   7. two centrals on one channel at once: hci1 and hci2 (hci2 first holds a link to hci3,
 #      for btvirt's connection handles, as in gattd-centrals);
 #   8. the program killed mid-transfer: the central sees the channel close;
+#   8b. the long-lived channel of step 3, used again once it is at least 45 s old (the wait
+#      is only what remains of the 45 s after steps 3-8, measured from its open; with the
+#      default CHANNEL_BYTES those steps take longer and nothing is waited): the kernel
+#      closed channels accepted with BT_DEFER_SETUP 40 s after the request
+#      (docs/channels.md), gattd no longer defers;
 #   9. gattd restarted: over the link that outlived it the re-bound PSM echoes, and the PSMs
 #      read again are the same.
 # Environment (run-guest --env): GATTD_BIN, GATTCTL_BIN, CHANNEL_BYTES.
@@ -34,7 +46,7 @@ VM=${GATTD_VM_DIR:?}
 scenario_binaries
 CONFIG=$VM/configs/channels.json
 STATE=/tmp/gattd-channels-state
-BYTES=${CHANNEL_BYTES:-2097152}
+BYTES=${CHANNEL_BYTES:-4194304}
 # The central keeps at most this many bytes sent and not yet echoed (docs/channels.md: on
 # kernels that grant credits for the receive buffer's free bytes, a receiver that falls
 # behind gets SDUs out of order once its socket is full).
@@ -68,13 +80,14 @@ measured() {
         "($(( (after - before) * 1048576 / BYTES )) ms per MiB each way)"
 }
 install_gattd_policy
-gattd=
-trap 'kill "${gattd:-}" 2>/dev/null' EXIT
+gattd= long=
+trap 'kill "${gattd:-}" "${long:-}" 2>/dev/null' EXIT
 start_gattd() {
     "$GATTD_BIN" --config "$CONFIG" --adapter hci0 --state-dir "$STATE" --log-level debug >>"$OUT/gattd.log" 2>&1 &
     gattd=$!
     wait_count "$OUT/gattd.log" 'GATT application registered' "$1" 90 || exit 1
-    wait_count "$OUT/gattd.log" 'channel listening' "$((5 * $1))" 30 || exit 1
+    # the last line of gattd's channel setup: broken's program checked
+    wait_count "$OUT/gattd.log" "channel's program cannot start: .*channel=broken" "$1" 30 || exit 1
     kill -0 "$gattd" 2>/dev/null || { echo "FAIL: gattd exited"; tail "$OUT/gattd.log"; exit 1; }
 }
 start_gattd 1
@@ -94,6 +107,17 @@ read -r echo_psm fixed_psm untaken_psm broken_psm <<<"$psms"
 grep -q "channel listening .*channel=echo psm=0x$(printf %x "$echo_psm")" "$OUT/gattd.log" \
     || { echo "FAIL: gattd's log does not name PSM $echo_psm for channel echo"; exit 1; }
 echo "PSMs read over ATT: echo $echo_psm (kernel-chosen), fixed 145, untaken 146, broken 147 ($(elapsed) s)"
+grep -q "channel's PSM held; it listens while a program has registered to take it.*channel=untaken psm=0x92" \
+    "$OUT/gattd.log" || { echo "FAIL: gattd did not log untaken's PSM held and not listening"; exit 1; }
+log_lines=$(wc -l <"$OUT/gattd.log")
+central refused "$untaken_psm" || exit 1
+wait_for_line "$OUT/btmon.txt" 'Result: Connection refused - PSM not supported \(0x0002\)' 30 || exit 1
+if tail -n +"$((log_lines + 1))" "$OUT/gattd.log" | grep -q 'channel=untaken'; then
+    echo "FAIL: gattd saw a channel on untaken, which does not listen"; exit 1
+fi
+central held "$untaken_psm" || exit 1
+echo "untaken without a taker: the kernel answers 'PSM not supported' (0x0002, btmon), gattd holds the PSM" \
+    "and sees nothing ($(elapsed) s)"
 
 echo "== 2. an encrypt channel: refused before pairing, open after it"
 # The window (pairableSeconds 1) closed a second after gattd started. This step comes before
@@ -140,33 +164,43 @@ central echo 148 262144 --window "$WINDOW" || echo_failed
 wait_for_line "$OUT/gattd.log" 'channel closed: the central closed the channel.*bytes.in=262144 bytes.out=262144 channel=locked' 10 || exit 1
 echo "the encrypt channel opened after pairing and echoed ($(elapsed) s)"
 
-echo "== 3. echo through a relayed program, $BYTES bytes each way"
+echo "== 3. a long-lived channel opened; echo through a relayed program, $BYTES bytes each way"
+# The central waits on a FIFO for the go of step 8b (in the guest's /tmp: $OUT's file
+# system, shared with the host, has none).
+fifo=/tmp/gattd-channels-long.fifo
+rm -f "$fifo"; mkfifo "$fifo" || exit 1
+central long "$fixed_psm" 45 <"$fifo" >"$OUT/long.log" 2>&1 &
+long=$!
+exec 7>"$fifo"
+wait_for_line "$OUT/long.log" '^opened: ' 30 || { cat "$OUT/long.log"; exit 1; }
 measured "relayed through cat" central echo "$echo_psm" "$BYTES" --window "$WINDOW" || echo_failed
 wait_for_line "$OUT/gattd.log" "channel closed: the central closed the channel.*bytes.in=$BYTES bytes.out=$BYTES" 30 \
     || { echo "FAIL: gattd did not log the channel closed with $BYTES bytes each way"; exit 1; }
 echo "gattd counted $BYTES bytes each way ($(elapsed) s)"
 
-echo "== 4. PSM 0x91 asked for, relayed through cat"
-central echo "$fixed_psm" 262144 --window "$WINDOW" || echo_failed
-
-echo "== 5. refusals"
-central refused "$untaken_psm" || exit 1
-wait_for_line "$OUT/gattd.log" 'channel refused: no program has registered to take it.*channel=untaken' 10 || exit 1
-central refused "$broken_psm" || exit 1
+echo "== 5. a program that cannot start"
+grep -q "channel's program cannot start: .*channel=broken" "$OUT/gattd.log" \
+    || { echo "FAIL: gattd did not warn at its start that broken's program cannot start"; exit 1; }
+central closed "$broken_psm" || exit 1
 wait_for_line "$OUT/gattd.log" 'channel refused: its program cannot start.*channel=broken' 10 || exit 1
-echo "no taker and a program that cannot start: refused, the cause logged ($(elapsed) s)"
+echo "a program that cannot start: the channel closed at once, the cause logged ($(elapsed) s)"
 
 echo "== 6. a registered taker: gattctl channel untaken -- cat"
 "$GATTCTL_BIN" channel untaken -- cat >"$OUT/taker.log" 2>&1 &
 taker=$!
 wait_for_line "$OUT/taker.log" '^taking channel untaken' 10 || exit 1
+# gattd answers RegisterChannel once it listens
+grep -q 'channel listening .*channel=untaken psm=0x92' "$OUT/gattd.log" \
+    || { echo "FAIL: gattd took the registration without listening on untaken's PSM"; exit 1; }
 measured "descriptor passed to gattctl channel (cat)" central echo "$untaken_psm" "$BYTES" --window "$WINDOW" || echo_failed
 grep -q "^opened $HCI1_ADDR public psm=$untaken_psm " "$OUT/taker.log" \
     || { echo "FAIL: gattctl channel did not report the channel opened"; cat "$OUT/taker.log"; exit 1; }
 kill -TERM "$taker"; wait "$taker"
-wait_for_line "$OUT/gattd.log" 'channel taker gone.*channel=untaken' 10 || exit 1
+wait_for_line "$OUT/gattd.log" 'channel not listening: no program takes it.*channel=untaken' 10 || exit 1
 central refused "$untaken_psm" || exit 1
-echo "the registered taker echoed $BYTES bytes each way; once it left, the channel is refused again ($(elapsed) s)"
+central held "$untaken_psm" || exit 1
+echo "the registered taker echoed $BYTES bytes each way; once it left, gattd holds the PSM without listening" \
+    "and the kernel refuses the channel again ($(elapsed) s)"
 
 echo "== 7. two centrals on one channel at once: hci1 and hci2"
 central --holder "$HCI3_ADDR" hold || exit 1
@@ -177,6 +211,16 @@ grep -q "channel opened.*address=$HCI2_ADDR .*channel=echo" "$OUT/gattd.log" \
 echo "== 8. the program killed mid-transfer"
 central echo "$echo_psm" 524288 --kill /tmp/gattd-channel-echo.pid || exit 1
 wait_for_line "$OUT/gattd.log" 'channel program ended.*killed by signal 9' 10 || exit 1
+
+echo "== 8b. the long-lived channel, 45 s or more after its open"
+echo go >&7; exec 7>&-
+wait "$long"; status=$? long=
+cat "$OUT/long.log"
+[ "$status" = 0 ] || echo_failed
+wait_for_line "$OUT/gattd.log" 'channel closed: the central closed the channel.*bytes.in=66560 bytes.out=66560 channel=fixed' 10 \
+    || exit 1
+grep -q 'channel opened .*channel=fixed .*program=cat psm=0x91 ' "$OUT/gattd.log" \
+    || { echo "FAIL: gattd did not log the channel on PSM 0x91 opened with its program cat"; exit 1; }
 
 echo "== 9. gattd restarted: the same PSM"
 kill -TERM "$gattd"; wait "$gattd"; gattd=
