@@ -236,6 +236,10 @@ final class AcquiredSockets {
                 socket.watch = loop.watch(fd: socket.fd, events: .readable) { [unowned self, unowned socket] events in
                     self.notifySocketReady(attribute, socket, events)
                 }
+                // The previous owner's unread check (`AcquiredSockets+UnreadCheck.swift`)
+                // ends; the next datagram sent arms this one's.
+                socket.cancelUnreadCheck?()
+                socket.cancelUnreadCheck = nil
             }
             notifySockets[id] = sockets
             _ = service.setNotifying(attribute, true)
