@@ -225,6 +225,36 @@ final class AcquiredSockets {
         }
     }
 
+    /// Takes over `previous`'s sockets of characteristic `id` for `attribute`, the same
+    /// characteristic in a reloaded database whose object bluetoothd keeps (its service did
+    /// not change): bluetoothd goes on using them, and `attribute` is subscribed if any
+    /// notify socket came along.
+    func adopt(_ id: String, from previous: AcquiredSockets, as attribute: Attribute) {
+        if let sockets = previous.notifySockets.removeValue(forKey: id), !sockets.isEmpty {
+            for socket in sockets {
+                socket.watch?.cancel()
+                socket.watch = loop.watch(fd: socket.fd, events: .readable) { [unowned self, unowned socket] events in
+                    self.notifySocketReady(attribute, socket, events)
+                }
+                // The previous owner's unread check (`AcquiredSockets+UnreadCheck.swift`)
+                // ends; the next datagram sent arms this one's.
+                socket.cancelUnreadCheck?()
+                socket.cancelUnreadCheck = nil
+            }
+            notifySockets[id] = sockets
+            _ = service.setNotifying(attribute, true)
+        }
+        if let sockets = previous.writeSockets.removeValue(forKey: id), !sockets.isEmpty {
+            for socket in sockets {
+                socket.watch?.cancel()
+                socket.watch = loop.watch(fd: socket.fd, events: .readable) { [unowned self, unowned socket] events in
+                    self.writeSocketReady(attribute, socket, events)
+                }
+            }
+            writeSockets[id] = sockets
+        }
+    }
+
     /// Closes every socket (the tree is being replaced or the daemon stops); bluetoothd
     /// sees its ends hang up and acquires again on the next subscription or write.
     func closeAll() {

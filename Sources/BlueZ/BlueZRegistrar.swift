@@ -6,7 +6,9 @@ public import DaemonCore
 public import Logging
 public import Mainloop
 
-/// Keeps gattd's application registered with whichever bluetoothd is running.
+/// Keeps gattd's applications (one per service, `GattApplication.groups`) registered with
+/// whichever bluetoothd is running, each registered alone, so that a reload touches only
+/// the services that changed.
 ///
 /// bluetoothd keeps registrations only in memory (docs/bluez-contract.md §7). The
 /// `BlueZSession` says when bluetoothd and an adapter are there; the registrar registers
@@ -50,6 +52,8 @@ public final class BlueZRegistrar {
     /// Tree swaps asked for while a `RegisterApplication` was in flight; they run once its
     /// reply is in (see `replaceApplication`).
     private var queuedRebuilds: [() -> Void] = []
+    /// The applications (roots) bluetoothd holds now, of this bluetoothd and adapter.
+    private var registeredRoots = Set<ObjectPath>()
     /// The kernel release, for naming a known cause of a refusal (`KnownProblems.cause`).
     public var kernel: KernelRelease?
 
@@ -84,20 +88,24 @@ public final class BlueZRegistrar {
             state = .waitingForBlueZ
         case .appeared:
             backoff.cancel()
+            registeredRoots.removeAll()
             runQueuedRebuilds()
             state = .discovering
         case .vanished:
             backoff.cancel()
+            registeredRoots.removeAll()
             runQueuedRebuilds()
             state = .waitingForBlueZ
         case .noAdapter(let preferred):
             state = .waitingForAdapter(preferred)
         case .adapterGone:
             backoff.cancel()
+            registeredRoots.removeAll()
             runQueuedRebuilds()
             state = .waitingForAdapter(session.preferredAdapter)
         case .adapterAvailable:
             backoff.cancel()
+            registeredRoots.removeAll()
             register()
         case .adapterProperties, .powered, .interfacesAdded, .interfacesRemoved, .deviceChanged:
             break
@@ -106,49 +114,81 @@ public final class BlueZRegistrar {
 
     // MARK: - Registration
 
+    /// Registers every application bluetoothd does not hold yet, all at once; the state
+    /// is `registered` once every one is in, `failed` (with the first refusal) otherwise.
+    /// One refused at the handles gattd asked for is registered again at handles
+    /// bluetoothd chooses (`fallBackToChosenHandles`).
     private func register() {
         guard let adapter = session.adapter else { return }
         let name = adapter.name
         let attempt = self.attempt
+        let roots = application.groupRoots.filter { !registeredRoots.contains($0) }
+        guard !roots.isEmpty else {
+            registered(adapter: name)
+            return
+        }
         state = .registering(adapter: name)
         registrationInFlight = attempt
-        connection.call(
-            destination: BlueZNames.service, path: adapter.path, interface: BlueZNames.gattManager,
-            member: "RegisterApplication",
-            arguments: [.objectPath(application.rootPath), .variantDictionary([])]
-        ) { [unowned self] result in
-            if self.registrationInFlight == attempt { self.registrationInFlight = nil }
-            guard attempt == self.attempt else { return }
-            if !self.queuedRebuilds.isEmpty {
-                // A reload came while bluetoothd was reading the old tree: whatever it
-                // answered, it holds that tree (or none). Swap it now, as replaceApplication
-                // would have: unregister, rebuild, register once.
-                let rebuilds = self.queuedRebuilds
-                self.queuedRebuilds.removeAll()
-                self.replaceApplication { for rebuild in rebuilds { rebuild() } }
-                return
+        var pending = roots.count
+        var refused: DBusError?
+        var retryWithChosenHandles = false
+        for root in roots {
+            connection.call(
+                destination: BlueZNames.service, path: adapter.path, interface: BlueZNames.gattManager,
+                member: "RegisterApplication", arguments: [.objectPath(root), .variantDictionary([])]
+            ) { [unowned self] result in
+                pending -= 1
+                switch result.registered {
+                case .success:
+                    if attempt == self.attempt { self.registeredRoots.insert(root) }
+                case .failure(let error):
+                    if error.name == BlueZError.failed,
+                        self.application.fallBackToChosenHandles(after: error, in: root)
+                    {
+                        retryWithChosenHandles = true
+                    } else if refused == nil {
+                        refused = error
+                    }
+                }
+                guard pending == 0 else { return }
+                self.registrationAnswered(attempt, adapter: name, refused: refused, retry: retryWithChosenHandles)
             }
-            switch result.registered {
-            case .success:
-                self.registered(adapter: name)
-            case .failure(let error):
-                if error.name == BlueZError.failed, self.application.fallBackToChosenHandles(after: error) {
-                    self.register()
-                    return
-                }
-                var reason = error.message
-                var metadata: Logger.Metadata = ["adapter": "\(name)", "error": "\(error.name): \(error.message)"]
-                let refusal = Refusal(subject: .application, errorName: error.name, message: error.message)
-                if let cause = KnownProblems.cause(of: refusal, kernel: self.kernel, bluetoothd: nil) {
-                    reason += "; " + KnownProblems.explanation(cause)
-                    metadata["known.problem"] = "\(cause.problem.id)"
-                }
-                self.logger.error("bluetoothd refused the GATT application: \(reason)", metadata: metadata)
-                self.state = .failed(adapter: name, reason: reason, refusal: refusal)
-                if error.name == DBusError.Name.noReply {
-                    self.scheduleRetry { self.register() }
-                }
-            }
+        }
+    }
+
+    /// Every `RegisterApplication` of one `register()` is answered.
+    private func registrationAnswered(_ attempt: Attempt, adapter name: String, refused: DBusError?, retry: Bool) {
+        if registrationInFlight == attempt { registrationInFlight = nil }
+        guard attempt == self.attempt else { return }
+        if !queuedRebuilds.isEmpty {
+            // A reload came while bluetoothd was reading the old tree: whatever it
+            // answered, it holds that tree (or none). Swap it now, as replaceApplication
+            // would have, replacing every application: the rebuilds in between were never
+            // compared with what bluetoothd holds.
+            let rebuilds = queuedRebuilds
+            queuedRebuilds.removeAll()
+            replaceApplication { for rebuild in rebuilds { rebuild() } }
+            return
+        }
+        if retry && refused == nil {
+            register()
+            return
+        }
+        guard let error = refused else {
+            registered(adapter: name)
+            return
+        }
+        var reason = error.message
+        var metadata: Logger.Metadata = ["adapter": "\(name)", "error": "\(error.name): \(error.message)"]
+        let refusal = Refusal(subject: .application, errorName: error.name, message: error.message)
+        if let cause = KnownProblems.cause(of: refusal, kernel: kernel, bluetoothd: nil) {
+            reason += "; " + KnownProblems.explanation(cause)
+            metadata["known.problem"] = "\(cause.problem.id)"
+        }
+        logger.error("bluetoothd refused the GATT application: \(reason)", metadata: metadata)
+        state = .failed(adapter: name, reason: reason, refusal: refusal)
+        if error.name == DBusError.Name.noReply {
+            scheduleRetry { self.register() }
         }
     }
 
@@ -156,7 +196,10 @@ public final class BlueZRegistrar {
         backoff.succeeded()
         logger.info(
             "GATT application registered",
-            metadata: ["adapter": "\(adapter)", "services": "\(application.serviceCount)"])
+            metadata: [
+                "adapter": "\(adapter)", "services": "\(application.serviceCount)",
+                "applications": "\(application.groupRoots.count)",
+            ])
         application.registered()
         state = .registered(adapter: adapter)
     }
@@ -169,18 +212,27 @@ public final class BlueZRegistrar {
         }
     }
 
-    /// Swaps the application's tree (reload): unregisters it from bluetoothd, runs
-    /// `rebuild` (which re-exports the objects), and registers it again on the same
-    /// adapter. bluetoothd only reads the tree at `RegisterApplication` (docs/bluez-contract.md
-    /// §1), so a changed tree needs this round trip; it sends Service Changed to
-    /// connected centrals. When nothing is registered (no bluetoothd, no adapter yet)
-    /// `rebuild` runs at once and the next registration uses the new tree.
+    /// Swaps the application's tree (reload) with the least bluetoothd sees: unregisters
+    /// the applications `leaving` names (default: all; `GattApplication.groupsLeaving`),
+    /// runs `rebuild` (which re-exports the objects), and registers the applications
+    /// bluetoothd does not hold then, on the same adapter. bluetoothd only reads a tree at
+    /// `RegisterApplication` (docs/bluez-contract.md §1), so a changed service needs this
+    /// round trip; bluetoothd sends connected centrals one Service Changed for each service
+    /// it removes or adds, and none for the applications left alone. When nothing is
+    /// registered (no bluetoothd, no adapter yet) `rebuild` runs at once and the next
+    /// registration uses the new tree.
     ///
     /// While a `RegisterApplication` is in flight, bluetoothd may already have read the
     /// old tree through `GetManagedObjects`; unregistering and registering again then
     /// would race with its answer (it could end holding the old tree, or two
-    /// registrations). So the swap waits for that answer and then runs as above.
+    /// registrations). So the swap waits for that answer and then replaces every
+    /// application.
     public func replaceApplication(_ rebuild: @escaping () -> Void) {
+        replaceApplication(leaving: nil, rebuild: rebuild)
+    }
+
+    /// `replaceApplication` unregistering only the applications `leaving` names.
+    public func replaceApplication(leaving: (() -> [ObjectPath])?, rebuild: @escaping () -> Void) {
         guard let adapter = session.adapter else {
             runQueuedRebuilds()
             rebuild()
@@ -191,34 +243,56 @@ public final class BlueZRegistrar {
             queuedRebuilds.append(rebuild)
             return
         }
-        let wasRegistered: Bool
-        switch state {
-        case .registered, .registering: wasRegistered = true
-        default: wasRegistered = false
-        }
         swaps += 1
         backoff.cancel()
         let attempt = self.attempt
-        state = .registering(adapter: name)
-        guard wasRegistered else {
-            rebuild()
-            register()
-            return
-        }
-        connection.call(
-            destination: BlueZNames.service, path: adapter.path, interface: BlueZNames.gattManager,
-            member: "UnregisterApplication", arguments: [.objectPath(application.rootPath)],
-            timeout: .seconds(1)
-        ) { [unowned self] result in
-            if case .failure(let error) = result, error.name != BlueZError.doesNotExist {
-                self.logger.warning(
-                    "could not unregister before re-registering",
-                    metadata: ["error": "\(error.name): \(error.message)"])
-            }
+        let roots = (leaving?() ?? application.groupRoots).filter { registeredRoots.contains($0) }
+        let finish = { [unowned self] in
             rebuild()
             // bluetoothd or the adapter changed meanwhile: the registrar registers the new tree when it is back.
             guard attempt == self.attempt else { return }
             self.register()
+        }
+        guard !roots.isEmpty else {
+            finish()
+            return
+        }
+        state = .registering(adapter: name)
+        unregister(roots, adapterPath: adapter.path) { [unowned self] in
+            if attempt == self.attempt { self.registeredRoots.subtract(roots) }
+            finish()
+        }
+    }
+
+    /// Registers the application that holds service `id` again, alone (unregistered, then
+    /// registered: bluetoothd reads its objects again and sends connected centrals Service
+    /// Changed for that service only, and services joined to it by `includes`). While a
+    /// `RegisterApplication` is in flight it waits for the answer and then replaces every
+    /// application, as a reload does. False when no application holds `id`.
+    @discardableResult
+    public func reregister(service id: String) -> Bool {
+        guard let root = application.groupRoot(containing: id) else { return false }
+        replaceApplication(leaving: { [root] }, rebuild: {})
+        return true
+    }
+
+    /// `UnregisterApplication` for each of `roots` at once (best effort, each bounded);
+    /// `completion` once all answered.
+    private func unregister(_ roots: [ObjectPath], adapterPath: ObjectPath, completion: @escaping () -> Void) {
+        var pending = roots.count
+        for root in roots {
+            connection.call(
+                destination: BlueZNames.service, path: adapterPath, interface: BlueZNames.gattManager,
+                member: "UnregisterApplication", arguments: [.objectPath(root)], timeout: .seconds(1)
+            ) { [unowned self] result in
+                if case .failure(let error) = result, error.name != BlueZError.doesNotExist {
+                    self.logger.warning(
+                        "could not unregister an application",
+                        metadata: ["application": "\(root)", "error": "\(error.name): \(error.message)"])
+                }
+                pending -= 1
+                if pending == 0 { completion() }
+            }
         }
     }
 
@@ -230,24 +304,19 @@ public final class BlueZRegistrar {
         for rebuild in rebuilds { rebuild() }
     }
 
-    /// Unregisters (best effort, bounded) and then calls `completion`.
+    /// Unregisters every application (best effort, bounded, at once) and then calls
+    /// `completion`.
     public func stop(completion: @escaping () -> Void) {
         swaps += 1
         backoff.cancel()
-        guard case .registered = state, let adapterPath = session.adapter?.path else {
+        let roots = application.groupRoots.filter { registeredRoots.contains($0) }
+        guard let adapterPath = session.adapter?.path, !roots.isEmpty else {
             completion()
             return
         }
-        connection.call(
-            destination: BlueZNames.service, path: adapterPath, interface: BlueZNames.gattManager,
-            member: "UnregisterApplication", arguments: [.objectPath(application.rootPath)],
-            timeout: .seconds(1)
-        ) { [unowned self] result in
-            if case .failure(let error) = result {
-                self.logger.warning("could not unregister", metadata: ["error": "\(error.name): \(error.message)"])
-            } else {
-                self.logger.info("GATT application unregistered")
-            }
+        unregister(roots, adapterPath: adapterPath) { [unowned self] in
+            self.registeredRoots.removeAll()
+            self.logger.info("GATT application unregistered")
             completion()
         }
     }

@@ -50,13 +50,18 @@ final class HandleBook {
         logger.debug("bluetoothd chose a handle", metadata: ["gatt.id": "\(id)", "handle": "\(Self.text(handle))"])
     }
 
-    /// Forgets the requested handles, so the next registration lets bluetoothd choose;
-    /// false when nothing was requested.
-    func dropRequested() -> Bool {
-        guard !requested.isEmpty else { return false }
-        requested = AttributeHandles()
-        written = AttributeHandles()
-        return true
+    /// Forgets the requested handles of the services `services` and the attributes
+    /// `attributes` (one application's), so its next registration lets bluetoothd choose;
+    /// false when none of them was requested.
+    func dropRequested(services: Set<String>, attributes: Set<String>) -> Bool {
+        let before = requested
+        requested.services = requested.services.filter { !services.contains($0.key) }
+        requested.characteristics = requested.characteristics.filter { !attributes.contains($0.key) }
+        requested.descriptors = requested.descriptors.filter { !attributes.contains($0.key) }
+        written.services = written.services.filter { !services.contains($0.key) }
+        written.characteristics = written.characteristics.filter { !attributes.contains($0.key) }
+        written.descriptors = written.descriptors.filter { !attributes.contains($0.key) }
+        return requested != before
     }
 
     /// Every known handle: requested, else written back.

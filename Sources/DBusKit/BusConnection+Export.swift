@@ -22,6 +22,20 @@ extension BusConnection {
         }
     }
 
+    /// Puts `object` in place of the one exported at `path`, silently: no `InterfacesRemoved`
+    /// or `InterfacesAdded`, and the place in `GetManagedObjects`' order is kept. For a new
+    /// backing of an object whose interfaces and properties a peer already read and must
+    /// not see change (gattd's unchanged services across a reload).
+    /// - Throws: `UnknownObject` if nothing is exported at `path`; as `export` otherwise.
+    public func replace(_ object: any DBusObject, at path: ObjectPath) throws(DBusError) {
+        guard let old = objects[path.rawValue] else {
+            throw DBusError(name: DBusError.Name.unknownObject, message: "\(path) is not exported")
+        }
+        let entry = try ExportedObject(object: object, path: path, sequence: old.sequence)
+        objects[path.rawValue] = entry
+        if lastDispatched === old { lastDispatched = nil }
+    }
+
     /// Removes the object at `path` (no-op if none), emitting `InterfacesRemoved` below a
     /// managed root.
     public func unexport(_ path: ObjectPath) {

@@ -14,9 +14,11 @@ import Logging
 ///   registered, removed ones unregistered.
 /// - New initial values go to attributes nobody has written, in place.
 /// - A changed GATT tree (or a characteristic's `persist`/`update`/`onWrite`/
-///   `notifyIntervalMs`) unregisters the application, rebuilds the database, carries over
-///   written values that still fit, exports and registers again; READY=1 waits until the
-///   registrar has settled, as at start.
+///   `notifyIntervalMs`) rebuilds the database, carrying over written values that still
+///   fit; of the applications (one per service, `GattApplication`), those bluetoothd would
+///   read differently are unregistered, exported again and registered, added ones
+///   registered, removed ones unregistered, and the others stay registered untouched;
+///   READY=1 waits until the registrar has settled, as at start.
 /// - `adapter`, `alias` and `security` take effect at the next start (logged as a warning).
 extension Daemon {
     func reload() {
@@ -72,8 +74,13 @@ extension Daemon {
             return
         }
         flushState()
+        // Before anything leaves bluetoothd (conservatively also when the reload ends up
+        // leaving every service's application alone: only a warning for centrals away).
         centrals.tableChanged()
-        registrar.replaceApplication { [unowned self] in self.rebuildApplication(new) }
+        let served = served(new)
+        registrar.replaceApplication(
+            leaving: { [unowned self] in self.application.groupsLeaving(for: served) },
+            rebuild: { [unowned self] in self.rebuildApplication(new) })
         // Registered before: READY=1 once registered again. Nothing was registered (no
         // bluetoothd or adapter): the tree was swapped at once and this sends it now.
         perform(readiness.reloadAwaitsRegistration(registration))

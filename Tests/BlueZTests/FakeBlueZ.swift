@@ -234,9 +234,15 @@ final class FakeAdapter: DBusObject {
     /// What `Set(Pairable)` and `Set(PairableTimeout)` wrote, in order.
     var pairingWrites: [String] = []
 
-    /// The registered application's tree by sender, as read at its registration.
-    var application: [FakeBlueZ.TreeObject]?
-    private var applicationOwner: (sender: String, path: String)?
+    /// The registered applications' trees by root path, as read at their registration
+    /// (one sender: gattd's). bluetoothd takes several applications from one sender at
+    /// different paths.
+    var applications: [String: [FakeBlueZ.TreeObject]] = [:]
+    /// Every registered application's objects together; nil when none is registered.
+    var application: [FakeBlueZ.TreeObject]? {
+        applications.isEmpty ? nil : applications.keys.sorted().flatMap { applications[$0] ?? [] }
+    }
+    private var applicationOwners: [String: String] = [:]
     /// Errors the next `RegisterApplication` calls are answered with, first first.
     var registerApplicationErrors: [DBusError] = []
     /// When true, `RegisterApplication` is answered only by `answerHeldRegistrations()`.
@@ -309,12 +315,12 @@ final class FakeAdapter: DBusObject {
         switch member {
         case "RegisterApplication": registerApplication(call, sender: sender, root: object)
         case "UnregisterApplication":
-            guard let owner = applicationOwner, owner.sender == sender, owner.path == object else {
+            guard applicationOwners[object] == sender else {
                 call.fail(DBusError(name: "org.bluez.Error.DoesNotExist", message: "Does Not Exist"))
                 return
             }
-            applicationOwner = nil
-            application = nil
+            applicationOwners[object] = nil
+            applications[object] = nil
             call.reply()
         case "RegisterAdvertisement": registerAdvertisement(call, sender: sender, path: object)
         case "UnregisterAdvertisement":
@@ -334,22 +340,22 @@ final class FakeAdapter: DBusObject {
             call.fail(registerApplicationErrors.removeFirst())
             return
         }
-        guard applicationOwner == nil else {
+        guard applicationOwners[root] == nil else {
             call.fail(DBusError(name: "org.bluez.Error.AlreadyExists", message: "Already Exists"))
             return
         }
-        applicationOwner = (sender, root)
+        applicationOwners[root] = sender
         bluez.connection.call(
             destination: sender, path: objectPath(root), interface: "org.freedesktop.DBus.ObjectManager",
             member: "GetManagedObjects"
         ) { [self] result in
             guard case .success(let reply) = result, let objects = (try? reply.arguments())?.first?.dictionaryEntries
             else {
-                applicationOwner = nil
+                applicationOwners[root] = nil
                 call.fail(DBusError(name: "org.bluez.Error.Failed", message: "Failed to read the application"))
                 return
             }
-            application = objects.map { entry in
+            applications[root] = objects.map { entry in
                 var interfaces: [String: [String: DBusValue]] = [:]
                 for interface in entry.value.dictionaryEntries ?? [] {
                     var properties: [String: DBusValue] = [:]

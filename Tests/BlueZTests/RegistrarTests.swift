@@ -10,7 +10,9 @@ import Testing
 private let batteryUUID = "0000180f-0000-1000-8000-00805f9b34fb"
 private let settingsUUID = "12345678-1234-5678-1234-56789abcdef0"
 private let extraUUID = "0000181a-0000-1000-8000-00805f9b34fb"
-private let application = "/org/gattd/app"
+/// The fixture's one application: settings includes battery, so they register together.
+private let application = "/org/gattd/app/battery"
+private let envApplication = "/org/gattd/app/env"
 
 /// The configuration of `BlueZFixture` with one more service: what a reload brings.
 private let reloadedText = BlueZFixture.configurationText.replacing(
@@ -30,6 +32,28 @@ extension BlueZFixture {
         }
     }
 }
+
+extension BlueZFixture {
+    /// A reload to `text` as the daemon makes it: only the applications bluetoothd would
+    /// read differently leave (`groupsLeaving`); returns when the registrar settled.
+    func reload(to text: String, noting bluez: FakeBlueZ) throws {
+        let configuration = try ConfigurationLoader.parse(Array(text.utf8)).get().configuration
+        let service = factory.makeService(configuration).service
+        registrar.replaceApplication(
+            leaving: { [application] in application.groupsLeaving(for: configuration) },
+            rebuild: { [application] in
+                bluez.note("rebuild")
+                try? application.rebuild(configuration: configuration, service: service)
+            })
+        #expect(run { registrar.state == .registered(adapter: "hci0") })
+        settle(bluez.connection)
+    }
+}
+
+/// `reloadedText` with the env service holding one characteristic: a changed service.
+private let changedEnvText = reloadedText.replacing(
+    #"{"id": "env", "uuid": "181A", "characteristics": []}"#,
+    with: #"{"id": "env", "uuid": "181A", "characteristics": [{"id": "temp", "uuid": "2A6E", "flags": ["read"], "value": [{"uint8": 20}]}]}"#)
 
 /// The application's calls and tree reads, without the advertising ones.
 private func applicationEvents(_ bluez: FakeBlueZ) -> [String] {
@@ -258,7 +282,7 @@ struct RegistrarTests {
         #expect(bluez.calls("RegisterApplication").count == 1)
     }
 
-    @Test("a reload while RegisterApplication is in flight waits for the answer, then swaps the tree once")
+    @Test("a reload while RegisterApplication is in flight waits for the answer, then swaps every application once")
     func reloadDuringRegistration() throws {
         let f = try BlueZFixture()
         let bluez = try f.startBlueZ()
@@ -274,19 +298,19 @@ struct RegistrarTests {
         adapter.holdRegistrations = false
         adapter.answerHeldRegistrations()
         #expect(
-            f.run { bluez.calls("RegisterApplication").count == 2 && f.registrar.state == .registered(adapter: "hci0") }
+            f.run { bluez.calls("RegisterApplication").count == 3 && f.registrar.state == .registered(adapter: "hci0") }
         )
         f.settle(bluez.connection)
         #expect(rebuilds == 1)
         #expect(
             applicationEvents(bluez) == [
                 "RegisterApplication", "read tree", "UnregisterApplication", "rebuild", "RegisterApplication",
-                "read tree"
+                "RegisterApplication", "read tree", "read tree",
             ])
         #expect(adapter.application?.object("org.bluez.GattService1", uuid: extraUUID) != nil)
     }
 
-    @Test("a reload while registered: unregister, rebuild, register; bluetoothd reads the new tree")
+    @Test("replacing the whole tree while registered: unregister, rebuild, register each; bluetoothd reads the new tree")
     func reloadWhileRegistered() throws {
         let f = try BlueZFixture()
         let bluez = try f.startBlueZ()
@@ -301,7 +325,7 @@ struct RegistrarTests {
         #expect(
             applicationEvents(bluez) == [
                 "RegisterApplication", "read tree", "UnregisterApplication", "rebuild", "RegisterApplication",
-                "read tree"
+                "RegisterApplication", "read tree", "read tree",
             ])
         #expect(adapter.application?.object("org.bluez.GattService1", uuid: extraUUID) != nil)
         #expect(adapter.application?.objects(with: "org.bluez.GattService1").count == 3)
@@ -316,7 +340,7 @@ struct RegistrarTests {
         #expect(rebuilds == 1)
         let bluez = try f.startBlueZ()
         #expect(f.run { f.registrar.state == .registered(adapter: "hci0") })
-        #expect(applicationEvents(bluez) == ["RegisterApplication", "read tree"])
+        #expect(applicationEvents(bluez) == ["RegisterApplication", "RegisterApplication", "read tree", "read tree"])
         #expect(bluez.adapters["hci0"]?.application?.object("org.bluez.GattService1", uuid: extraUUID) != nil)
     }
 
@@ -351,6 +375,84 @@ struct RegistrarTests {
         #expect(f.registrar.state == .waitingForAdapter(nil))
         try bluez.addAdapter("hci0")
         #expect(f.run { f.registrar.state == .registered(adapter: "hci0") })
+    }
+
+    @Test("a reload adding a service registers it alone: one RegisterApplication, no UnregisterApplication")
+    func reloadAddsOneApplication() throws {
+        let f = try BlueZFixture()
+        let bluez = try f.startBlueZ()
+        #expect(f.startRegistered())
+        let before = bluez.calls.count
+        try f.reload(to: reloadedText, noting: bluez)
+        let calls = bluez.calls.dropFirst(before).filter { $0.member.hasSuffix("Application") }
+        #expect(calls == [.init(member: "RegisterApplication", adapter: "hci0", object: envApplication)])
+        let adapter = try #require(bluez.adapters["hci0"])
+        #expect(adapter.applications.keys.sorted() == [application, envApplication])
+        #expect(adapter.application?.objects(with: "org.bluez.GattService1").count == 3)
+        // The service left alone still answers, backed by the reloaded database.
+        let level = try #require(
+            adapter.application?.object("org.bluez.GattCharacteristic1", uuid: "00002a19-0000-1000-8000-00805f9b34fb"))
+        let read = try #require(call(f, bluez.connection, objectPath(level.path), "ReadValue", [.variantDictionary([])]))
+        #expect(try read.get().arguments() == [.bytes([87])])
+    }
+
+    @Test("a reload removing a service unregisters it alone; an unchanged reload calls nothing")
+    func reloadRemovesOneApplication() throws {
+        let f = try BlueZFixture(configurationText: reloadedText)
+        let bluez = try f.startBlueZ()
+        #expect(f.startRegistered())
+        #expect(bluez.calls("RegisterApplication").count == 2)
+        var before = bluez.calls.count
+        try f.reload(to: reloadedText, noting: bluez)
+        #expect(bluez.calls.dropFirst(before).filter { $0.member.hasSuffix("Application") }.isEmpty)
+        before = bluez.calls.count
+        try f.reload(to: BlueZFixture.configurationText, noting: bluez)
+        let calls = bluez.calls.dropFirst(before).filter { $0.member.hasSuffix("Application") }
+        #expect(calls == [.init(member: "UnregisterApplication", adapter: "hci0", object: envApplication)])
+        #expect(try #require(bluez.adapters["hci0"]).applications.keys.sorted() == [application])
+    }
+
+    @Test("a reload changing one service replaces it alone; bluetoothd returning registers every application")
+    func reloadChangesOneApplication() throws {
+        let f = try BlueZFixture(configurationText: reloadedText)
+        let first = try f.startBlueZ()
+        #expect(f.startRegistered())
+        let before = first.calls.count
+        try f.reload(to: changedEnvText, noting: first)
+        let calls = first.calls.dropFirst(before).filter { $0.member.hasSuffix("Application") }
+        #expect(
+            calls == [
+                .init(member: "UnregisterApplication", adapter: "hci0", object: envApplication),
+                .init(member: "RegisterApplication", adapter: "hci0", object: envApplication),
+            ])
+        #expect(
+            first.adapters["hci0"]?.applications[envApplication]?.object(
+                "org.bluez.GattCharacteristic1", uuid: "00002a6e-0000-1000-8000-00805f9b34fb") != nil)
+
+        first.releaseName()
+        #expect(f.run { f.registrar.state == .waitingForBlueZ })
+        let second = try f.startBlueZ()
+        #expect(f.run { f.registrar.state == .registered(adapter: "hci0") })
+        f.settle(second.connection)
+        #expect(second.calls("RegisterApplication").map(\.object).sorted() == [application, envApplication])
+        #expect(second.adapters["hci0"]?.application?.objects(with: "org.bluez.GattService1").count == 3)
+    }
+
+    @Test("reregister(service:) unregisters and registers that service's application alone")
+    func reregisterOneService() throws {
+        let f = try BlueZFixture(configurationText: reloadedText)
+        let bluez = try f.startBlueZ()
+        #expect(f.startRegistered())
+        let before = bluez.calls.count
+        #expect(f.registrar.reregister(service: "env"))
+        #expect(f.run { bluez.calls("RegisterApplication").count == 3 && f.registrar.state == .registered(adapter: "hci0") })
+        let calls = bluez.calls.dropFirst(before).filter { $0.member.hasSuffix("Application") }
+        #expect(
+            calls == [
+                .init(member: "UnregisterApplication", adapter: "hci0", object: envApplication),
+                .init(member: "RegisterApplication", adapter: "hci0", object: envApplication),
+            ])
+        #expect(!f.registrar.reregister(service: "nothing"))
     }
 
     @Test("stop unregisters the application, then completes")

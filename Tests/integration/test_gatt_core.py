@@ -54,7 +54,9 @@ def att_write(standin, uuid, value, offset=0):
 
 def test_registered_tree_matches_config(gattd, standin):
     _, _, app_path = gattd
-    assert app_path == "/org/gattd/app"
+    # One application per service; services joined by includes (heart-rate includes battery) together.
+    assert app_path.startswith("/org/gattd/app/")
+    assert sorted(str(path) for _, path in standin.call("Applications")) == ["/org/gattd/app/battery", "/org/gattd/app/test"]
     attrs = standin.call("Attributes")
     services = [a for a in attrs if a["kind"] == "service"]
     assert sorted(str(s["uuid"]) for s in services) == sorted(full(u) for u in (HEART_RATE, BATTERY, "12345678-1234-5678-1234-56789abcdef0"))
@@ -172,7 +174,7 @@ def test_bluetoothd_restart_registers_again(gattd, standin):
     g, old_owner, _ = gattd
     standin.restart(signal.SIGKILL)
     owner, path = standin.call("WaitForApplication", WAIT_MS)
-    assert str(path) == "/org/gattd/app"
+    assert str(path).startswith("/org/gattd/app/")
     assert read(standin, DEVICE_LABEL) == b"hello"
 
 
@@ -181,5 +183,5 @@ def test_adapter_removed_and_added_registers_again(gattd, standin):
     assert list(standin.call("WaitForApplications", dbus.UInt32(0), WAIT_MS)) == []
     standin.call("AddAdapter", "hci0")
     owner, path = standin.call("WaitForApplication", WAIT_MS)
-    assert str(path) == "/org/gattd/app"
+    assert str(path).startswith("/org/gattd/app/")
     assert read(standin, DEVICE_LABEL) == b"hello"

@@ -104,7 +104,8 @@ def test_handles_stay_across_restart_bluetoothd_restart_and_reload(start_gattd, 
     # A reload adding a service before the others and a characteristic before another.
     write_config(config, definition(grown=True))
     g.child.proc.send_signal(signal.SIGHUP)
-    wait_until(lambda: uuid(0x301) in handles(standin), 10, "the grown tree")
+    # One application per service: the new one registered, the changed one replaced.
+    wait_until(lambda: {uuid(0x301), uuid(0x203), uuid(0x200)} <= set(handles(standin)), 10, "the grown tree")
     after = handles(standin)
     for attribute, handle in first.items():
         assert after[attribute] == handle, "%s moved" % attribute
@@ -178,8 +179,9 @@ def test_a_taken_range_falls_back_to_bluetoothds_choice(start_gattd, standin, tm
     (state / "state.json").write_text(json.dumps({
         "version": 3, "handles": {"services": {"first": 2, "second": 40}}}))
     g = start_gattd(config, str(state))
-    registered(standin)
+    # One application per service: "second" keeps its handle, "first" is registered again.
     assert g.child.wait_for_line("refused the application at the requested handles", 10) is not None
+    assert len(standin.call("WaitForApplications", dbus.UInt32(2), dbus.UInt32(10000))) == 2
     placed = handles(standin)
     assert placed[uuid(0x100)] >= 0x000c
     wait_until(lambda: json.load(open(str(state / "state.json"))).get("handles", {}).get("services", {}).get("first")
@@ -195,7 +197,7 @@ def test_only_bluetoothd_may_set_handle(start_gattd, standin, private_bus, tmp_p
     owner = registered(standin)
     before = handles(standin)
     bus = private_bus.connect()
-    service = bus.get_object(owner, "/org/gattd/app/first", introspect=False)
+    service = bus.get_object(owner, "/org/gattd/app/first/first", introspect=False)
     props = dbus.Interface(service, "org.freedesktop.DBus.Properties")
     assert int(props.Get("org.bluez.GattService1", "Handle")) == before[uuid(0x100)]
     with pytest.raises(dbus.DBusException) as refused:

@@ -59,13 +59,13 @@ def test_gattd_takes_its_slice_and_keeps_the_nice_value_it_was_started_with(star
     else:
         assert 'sched.slice="kernel default (custom slices need Linux 6.12)"' in line, line
     # and it serves as usual
-    wait_until(lambda: len(standin.call("Applications")) == 1, 10, "the application registered")
+    wait_until(lambda: len(standin.call("Applications")) == 2, 10, "the applications registered (core.json: 2)")
 
 
 def test_the_slice_is_asked_for_whatever_the_log_level(start_gattd, standin):
     """The "starting" line is not printed at --log-level warning; the request still happens."""
     g = start_gattd("core.json", args=["--log-level", "warning"])
-    wait_until(lambda: len(standin.call("Applications")) == 1, 10, "the application registered")
+    wait_until(lambda: len(standin.call("Applications")) == 2, 10, "the applications registered (core.json: 2)")
     attr = sched_getattr(g.child.proc.pid)
     if kernel_has_custom_slices():
         assert attr.sched_runtime == SLICE_NS, "kernel reports a slice of %d ns" % attr.sched_runtime
@@ -80,4 +80,4 @@ def test_a_gattd_under_another_policy_is_left_alone(start_gattd, standin):
     assert 'sched.slice="kernel default (scheduling policy 5)"' in line, line
     if kernel_has_custom_slices():
         assert attr.sched_runtime != SLICE_NS, "gattd changed the slice of a SCHED_IDLE process"
-    wait_until(lambda: len(standin.call("Applications")) == 1, 10, "the application registered")
+    wait_until(lambda: len(standin.call("Applications")) == 2, 10, "the applications registered (core.json: 2)")

@@ -7,6 +7,7 @@ characteristic) and 5.76+ ("per-device": one per central) do (Tests/standin/acqu
 import json
 import os
 import socket
+import signal
 import struct
 import subprocess
 
@@ -365,3 +366,39 @@ def test_a_bus_that_cannot_pass_descriptors_falls_back_to_signals(tmp_path, requ
         standin.stop()
         bus.stop()
         print_on_failure(request, "gattd output", str(tmp_path / "gattd.log"))
+
+
+def test_a_reload_that_leaves_the_service_alone_keeps_its_sockets(start_gattd, standin, private_bus, tmp_path):
+    """One application per service: a reload that adds another service leaves this one
+    registered, and bluetoothd goes on using the sockets it acquired (it would not acquire
+    them again for a central already subscribed)."""
+    config = tmp_path / "sockets.json"
+    definition = json.load(open(os.path.join(CONFIGS, "sockets.json")))
+    config.write_text(json.dumps(definition))
+    g = start_gattd(str(config))
+    standin.call("WaitForApplication", WAIT_MS)
+    assert g.child.wait_for_line("control API ready", 10)
+    stream, cmd = path_of(standin, STREAM), path_of(standin, CMD)
+    standin.call("Subscribe", stream, DEVICE)
+    assert wait_sockets(standin, stream, "notify", 1) == 1
+    write(standin, CMD, b"\x01")
+    assert wait_sockets(standin, cmd, "write", 1) == 1
+
+    definition["services"].append({"id": "other", "uuid": "12345678-1234-5678-1234-56789abc9000",
+                                   "characteristics": [{"id": "other-value", "uuid": "12345678-1234-5678-1234-56789abc9001",
+                                                        "flags": ["read"], "value": {"utf8": "other"}}]})
+    config.write_text(json.dumps(definition))
+    g.child.proc.send_signal(signal.SIGHUP)
+    assert len(standin.call("WaitForApplications", dbus.UInt32(2), WAIT_MS)) == 2
+    assert g.child.wait_for_line("applications=2", 10)
+
+    manager = dbus.Interface(private_bus.connect().get_object("org.gattd", "/org/gattd"), "org.gattd.Manager1")
+    manager.SetValue("stream", dbus.ByteArray(struct.pack("<I", 7)))
+    values = standin.call("WaitForNotifications", stream, dbus.UInt32(1), WAIT_MS)
+    assert struct.unpack("<I", bytes(values[-1]))[0] == 7
+    assert set(standin.call("NotificationPaths", stream)) == {"socket"}
+    write(standin, CMD, b"\x02")
+    assert read(standin, CMD) == b"\x02"
+    assert [str(m) for m, p, _ in standin.call("AcquireCalls") if str(p) in (stream, cmd)] == [
+        "AcquireNotify", "AcquireWrite"], "bluetoothd had to acquire a socket again"
+    assert "dropped (UnregisterApplication)" not in "\n".join(str(line) for line in standin.call("Log"))

@@ -16,8 +16,9 @@ import time
 import dbus
 import pytest
 
-from conftest import CONFIGS
-from fixtures import edit_config, read, wait_until, write
+from conftest import CONFIGS, run_gattctl
+from harness import by_uuid
+from fixtures import DEVICE, edit_config, path_of, read, wait_until, write
 
 LABEL = "12345678-1234-5678-1234-56789abc6001"
 EXTRA = "12345678-1234-5678-1234-56789abc6002"
@@ -147,6 +148,66 @@ def test_reload_with_an_added_characteristic_registers_the_new_tree_and_keeps_wr
     assert read(standin, LABEL) == b"kitchen", "a written value must survive the re-registration"
     assert len(standin.call("Applications")) == 1
     assert g.child.wait_for_line("reloaded: GATT tree: characteristic extra added", 5) is not None
+
+
+def registrations(standin):
+    """The RegisterApplication calls and the UnregisterApplication drops the stand-in saw."""
+    return (len(standin_log(standin, ": GetManagedObjects")),
+            len(standin_log(standin, "dropped (UnregisterApplication)")))
+
+
+def test_reload_registers_unregisters_or_replaces_only_the_services_that_changed(
+        start_gattd, standin, config, notify, private_bus):
+    """One application per service: bluetoothd sends a connected central Service Changed
+    only for what a reload added, removed or changed (issue 31)."""
+    other = {"id": "other", "uuid": "12345678-1234-5678-1234-56789abc6100", "characteristics": [
+        {"id": "other-value", "uuid": "12345678-1234-5678-1234-56789abc6101", "flags": ["read"],
+         "value": {"utf8": "other"}}]}
+    edit_config(config, lambda d: d["services"].append(other))
+    g, _ = start_ready(start_gattd, config, notify)
+    assert registrations(standin) == (2, 0)
+    assert len(standin.call("Applications")) == 2
+    write(standin, LABEL, b"kitchen")
+    level = path_of(standin, LEVEL)
+    standin.call("Subscribe", level, DEVICE)
+
+    # Added: that one service registered alone; the others untouched and still served.
+    added = {"id": "added", "uuid": "12345678-1234-5678-1234-56789abc6200", "characteristics": [
+        {"id": "extra", "uuid": EXTRA, "flags": ["read"], "value": {"utf8": "new"}}]}
+    edit_config(config, lambda d: d["services"].insert(0, added))
+    reload(g, notify)
+    assert registrations(standin) == (3, 0)
+    assert read(standin, EXTRA) == b"new"
+    assert read(standin, LABEL) == b"kitchen"
+    # The untouched service's subscription goes on (bluetoothd will not subscribe again).
+    out = run_gattctl(private_bus, "set", "level", "--uint8", "42")
+    assert out.returncode == 0, out.stderr
+    assert bytes(standin.call("WaitForNotifications", level, dbus.UInt32(1), dbus.UInt32(5000))[-1]) == b"\x2a"
+
+    # Nothing bluetoothd reads changed (a behaviour key only): nothing registered or dropped.
+    edit_config(config, lambda d: d["services"][1]["characteristics"][0].update(persist=False))
+    reload(g, notify)
+    assert g.child.wait_for_line("reloaded: behaviour of label", 5) is not None
+    assert registrations(standin) == (3, 0)
+
+    # Changed: that service alone replaced.
+    edit_config(config, lambda d: d["services"][2]["characteristics"][0].update(flags=["read", "write"]))
+    reload(g, notify)
+    assert registrations(standin) == (4, 1)
+    assert read(standin, LABEL) == b"kitchen"
+
+    # Removed: that service alone unregistered.
+    edit_config(config, lambda d: d["services"].pop(2))
+    reload(g, notify)
+    assert registrations(standin) == (4, 2)
+    assert len(standin.call("Applications")) == 2
+    assert not by_uuid(standin.call("Attributes"), "12345678-1234-5678-1234-56789abc6101")
+
+    # bluetoothd restarting: every application registered again.
+    standin.restart(signal.SIGKILL)
+    apps = standin.call("WaitForApplications", dbus.UInt32(2), dbus.UInt32(15000))
+    assert len(apps) == 2
+    assert read(standin, EXTRA) == b"new" and read(standin, LABEL) == b"kitchen"
 
 
 def test_reload_applies_new_initial_values_only_where_nobody_wrote(start_gattd, standin, config, notify):

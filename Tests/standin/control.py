@@ -65,9 +65,12 @@ class ControlObject(dbus.service.Object):
 
     @dbus.service.method(IFACE, in_signature="u", out_signature="(so)", **ASYNC)
     def WaitForApplication(self, timeout_ms, reply, error):
+        # An application registered and none still being read: a client registering one
+        # application per service sends every RegisterApplication at once, so they are all
+        # pending before the first finishes.
         def ready():
             apps = self._apps()
-            return apps[0] if apps else None
+            return apps[0] if apps and not self.d.gatt.pending else None
         _waiter(self.d, self.d.gatt.listeners, timeout_ms, ready, reply, error, "an application")
 
     @dbus.service.method(IFACE, in_signature="uu", out_signature="a(so)", **ASYNC)

@@ -6,7 +6,7 @@ org.gattd.conf). Prints one line per finding and never fails by itself; the scen
 judges the lines:
 
   get <path> <error name or VALUE=hex>       Properties.Get(Value) on each characteristic
-  objects <error name or n values>           GetManagedObjects on /org/gattd/app
+  objects <error name or n values>           GetManagedObjects on --root (an application)
   signal <sender> <path> value=<hex|->       each PropertiesChanged seen (gattd's, and
                                              bluetoothd's Device1 ones as the control that
                                              the match rules work)
@@ -27,9 +27,9 @@ def say(line):
     print(line, flush=True)
 
 
-def probe(bus, paths):
+def probe(bus, paths, root):
     try:
-        objects = dbus.Interface(bus.get_object('org.gattd', '/org/gattd/app', introspect=False),
+        objects = dbus.Interface(bus.get_object('org.gattd', root, introspect=False),
                                  'org.freedesktop.DBus.ObjectManager').GetManagedObjects()
         values = sum(1 for ifaces in objects.values() for props in ifaces.values() if 'Value' in props)
         say('objects %d objects, %d values' % (len(objects), values))
@@ -48,6 +48,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument('--path', action='append', default=[], help='characteristic object path to Get')
     parser.add_argument('--once', action='store_true')
+    parser.add_argument('--root', default='/org/gattd/app',
+                        help="an ObjectManager of gattd's (one application per service: /org/gattd/app/<service>)")
     args = parser.parse_args()
     dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
     bus = dbus.SystemBus()
@@ -63,7 +65,7 @@ def main():
         say('eavesdrop match accepted')
     except dbus.DBusException as e:
         say('eavesdrop match %s' % e.get_dbus_name())
-    probe(bus, args.path)
+    probe(bus, args.path, args.root)
     if args.once:
         return
     say('listening')

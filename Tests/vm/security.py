@@ -16,6 +16,12 @@ gattd's default agent about the peripheral's end. Phases (one per run):
             tree, once resolved, has every characteristic still defined at the object path
             (which names its handle: .../service000c/char000d) it had before (--handles
             FILE keeps them between runs; the first run records them).
+            With --go FILE the central stays connected through a reload: once it has read
+            every cached characteristic and its services are resolved it prints "waiting
+            for the reload" and waits for FILE (the scenario makes it once gattd has
+            registered the new tree), then must see the new tree over the same link: every
+            characteristic there, none moved, each with its value (read again), and the
+            link never dropped.
   stranger  forget the peripheral, connect: gattd (bondedOnly, pairing closed) must drop
             the link at once.
   refused   forget, connect, read `plain`, then read `pin` (encrypt-authenticated-read)
@@ -351,6 +357,13 @@ def phase_cached(central, args):
     watch = central.bus.add_signal_receiver(interfaces_removed, 'InterfacesRemoved',
                                             'org.freedesktop.DBus.ObjectManager', 'org.bluez')
     auto_connect(central, path, args.peer)
+    drops = []
+
+    def device_changed(interface, changed, invalidated):
+        if interface == 'org.bluez.Device1' and 'Connected' in changed and not changed['Connected']:
+            drops.append(time.monotonic())
+    link = central.bus.add_signal_receiver(device_changed, 'PropertiesChanged', 'org.freedesktop.DBus.Properties',
+                                           'org.bluez', path)
     early = 0
     for uuid, cached in sorted(before.items()):
         # Read at the cached object path (the cached handle) as soon as it is there. Only
@@ -394,6 +407,12 @@ def phase_cached(central, args):
         tree = central.gatt_tree(path)
         return {uuid: c['path'] for service in tree.values() for uuid, c in service['chrcs'].items()
                 if service['uuid'] in (full_uuid(SERVICE_JW), full_uuid(SERVICE_ADDED))}
+    if args.go:
+        # Connected through the reload, as a phone in use: what it knows now is what must
+        # stay where it is (the cached table and what it just resolved).
+        before = dict(current(), **before)
+        print('waiting for the reload', flush=True)
+        central.pump_until(every(0.2, lambda: os.path.exists(args.go)), 120, 'the reload (%s)' % args.go)
     # A changed tree reaches the central through Service Changed, after the reads above.
     central.pump_until(every(0.5, lambda: len(set(current()) - set(before)) >= args.new), 60,
                        '%d new characteristics (Service Changed)' % args.new)
@@ -408,6 +427,13 @@ def phase_cached(central, args):
         if uuid not in before:
             check_value(uuid, central.read(cpath), args, 'after rediscovery')
             step('new %s at %s' % (uuid[:8], cpath.rsplit('/', 2)[-2:]))
+        elif args.go:
+            check_value(uuid, central.read(cpath), args, 'after the reload, still connected')
+    if args.go:
+        if drops or not central.prop(path, 'org.bluez.Device1', 'Connected'):
+            raise CheckFailed('the link dropped during the reload')
+        step('connected through the reload: %d characteristics, each with its value' % len(now))
+    link.remove()
     if agent.calls:
         raise CheckFailed('the bonded central was asked to pair again: %s' % agent.calls)
     added = len(set(now) - set(before))
@@ -632,6 +658,8 @@ def main():
                         help='cached: how many characteristics the central must find that it had not cached')
     parser.add_argument('--handles', default='/tmp/central-handles.json',
                         help='cached: where the characteristics\' object paths are kept between runs')
+    parser.add_argument('--go',
+                        help='cached: stay connected, wait for this file (the reload done), then check the new tree')
     parser.add_argument('--adapter', default='hci1')
     parser.add_argument('--peer', default='00:AA:01:00:00:00')
     parser.add_argument('--gattctl')
