@@ -98,6 +98,9 @@ struct PairingActuatorTests {
         #expect(r.events == [.window(open: true, secondsLeft: 30), .window(open: false, secondsLeft: nil)])
     }
 
+    // The programs run as `/bin/sh SCRIPT`, not by exec'ing the fresh file: a child forked
+    // meanwhile by a test running in parallel can still hold the file's write descriptor,
+    // and execve of a file open for writing fails with ETXTBSY (a spurious "cannot start").
     @Test("display passkey: the onPasskey program gets the passkey, then Event.passkey")
     func passkeyReachesProgramAndEvent() throws {
         let directory = try scratchDirectory()
@@ -108,7 +111,7 @@ struct PairingActuatorTests {
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script)
         var device: FakeDevice?
         let r = try PairingRig(
-            security: #"{"pairing": "display-passkey", "pairable": "always", "onPasskey": {"argv": ["\#(script)"]}}"#
+            security: #"{"pairing": "display-passkey", "pairable": "always", "onPasskey": {"argv": ["/bin/sh", "\#(script)"]}}"#
         ) {
             device = try $0.addDevice("AA:BB:CC:DD:EE:05", connected: true)
         }
@@ -177,7 +180,7 @@ struct PairingActuatorTests {
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: accept)
         var device: FakeDevice?
         let r = try PairingRig(
-            security: #"{"pairing": "numeric-comparison", "pairable": "always", "onConfirm": {"argv": ["\#(accept)"]}}"#
+            security: #"{"pairing": "numeric-comparison", "pairable": "always", "onConfirm": {"argv": ["/bin/sh", "\#(accept)"]}}"#
         ) {
             device = try $0.addDevice("AA:BB:CC:DD:EE:08", connected: true)
         }
