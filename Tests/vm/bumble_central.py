@@ -320,6 +320,17 @@ class Central:
         await connection.disconnect()
         await bounded(connection.disconnected, 10, 'the disconnection event')
 
+    async def disconnect_named_by_identity(self, connection):
+        """Disconnects; the disconnected event must name the identity, and a program
+        following the events must have met only addresses it was told."""
+        leaving = len(self.watch.events())
+        await self.disconnect(connection)
+        gone = await self.watch.wait('the disconnected event', leaving, event='disconnected')
+        if gone['address'] != self.identity:
+            raise CheckFailed(f'expected the disconnected event to name {self.identity}, got {gone}')
+        step(f'disconnected; the event names {self.identity}')
+        self.watch.check_tracking()
+
     async def pairing_window_closed(self, after):
         """Waits for the window `gattctl pairing open 1` (after event `after`) to close."""
         await self.watch.wait('pairing opened for 1 s', after, event='pairing', state='open', seconds='1')
@@ -439,13 +450,7 @@ class Central:
             raise CheckFailed('expected gattd to keep the bonded central once pairing closed (bondedOnly), got a disconnection')
         step('pairing closed; gattd keeps the bonded central (bondedOnly)')
         self.handles = {cid: p.handle for cid, p in self.proxies.items()}
-        leaving = len(self.watch.events())
-        await self.disconnect(connection)
-        gone = await self.watch.wait('the disconnected event', leaving, event='disconnected')
-        if gone['address'] != self.identity:
-            raise CheckFailed(f'expected the disconnected event to name {self.identity}, got {gone}')
-        step(f'disconnected; the event names {self.identity}')
-        self.watch.check_tracking()
+        await self.disconnect_named_by_identity(connection)
         step('handles: ' + ' '.join(f'{cid}=0x{h:04x}' for cid, h in self.handles.items()))
 
     async def echo(self, connection):
@@ -574,13 +579,7 @@ class Central:
         step('phase 2: every characteristic read its own value by its cached handle, no rediscovery, no new pairing')
         self.reply_value = expected_value(next(c for _, c in self.characteristics() if c['id'] == 'reply')['value'])
         await self.targeted(connection, prepared)
-        leaving = len(self.watch.events())
-        await self.disconnect(connection)
-        gone = await self.watch.wait('the disconnected event', leaving, event='disconnected')
-        if gone['address'] != self.identity:
-            raise CheckFailed(f'expected the disconnected event to name {self.identity}, got {gone}')
-        step(f'disconnected; the event names {self.identity}')
-        self.watch.check_tracking()
+        await self.disconnect_named_by_identity(connection)
 
     async def encrypt_with_bond(self, connection, bond):
         """Encrypts a returning central's link with its bond when the peripheral asks;
