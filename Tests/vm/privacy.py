@@ -331,8 +331,14 @@ def returning(central, args, device_path_check, fresh=False, irk=IRK, moved=Fals
     if moved and PLAIN not in cached:
         raise CheckFailed('the central should have cached the table with plain: %s' % sorted(cached))
     auto_connect(central, path, args.peer)
-    central.pump_until(lambda: bool(central.prop(path, 'org.bluez.Device1', 'ServicesResolved')), 30,
-                       'services resolved')
+    try:
+        central.pump_until(lambda: bool(central.prop(path, 'org.bluez.Device1', 'ServicesResolved')), 30,
+                           'services resolved')
+    except CheckFailed as e:
+        # What the central and gattd saw by then: a link gone, or one up and still discovering.
+        seen = [ev.get('event') for ev in watch.events()[before:]]
+        raise CheckFailed('%s (the central: Connected=%s; gattd events since: %s)'
+                          % (e, central.prop(path, 'org.bluez.Device1', 'Connected'), seen))
     back = watch.wait(central, 'the connected event of the return', before, event='connected')
     if (back['address'], back.get('address-type')) != (args.identity, 'public'):
         raise CheckFailed('the returning central is announced as %s' % back)
