@@ -330,7 +330,9 @@ def returning(central, args, device_path_check, fresh=False, irk=IRK, moved=Fals
     cached = central.gatt_tree(path).get(SERVICE, {}).get('chrcs', {})
     if moved and PLAIN not in cached:
         raise CheckFailed('the central should have cached the table with plain: %s' % sorted(cached))
+    t0 = time.monotonic()
     auto_connect(central, path, args.peer)
+    linked = time.monotonic() - t0
     try:
         central.pump_until(lambda: bool(central.prop(path, 'org.bluez.Device1', 'ServicesResolved')), 30,
                            'services resolved')
@@ -339,11 +341,13 @@ def returning(central, args, device_path_check, fresh=False, irk=IRK, moved=Fals
         seen = [ev.get('event') for ev in watch.events()[before:]]
         raise CheckFailed('%s (the central: Connected=%s; gattd events since: %s)'
                           % (e, central.prop(path, 'org.bluez.Device1', 'Connected'), seen))
+    resolved = time.monotonic() - t0
     back = watch.wait(central, 'the connected event of the return', before, event='connected')
     if (back['address'], back.get('address-type')) != (args.identity, 'public'):
         raise CheckFailed('the returning central is announced as %s' % back)
     device_path_check(back['device'])
-    step('returned (bluetoothd\'s object %s), announced as %s' % (back['device'], back['address']))
+    step('returned (bluetoothd\'s object %s), announced as %s; linked after %.1f s, services resolved after %.1f s'
+         % (back['device'], back['address'], linked, resolved))
     found = chrcs(central, path, SERVICE)
     if moved:
         # gattd was reloaded without `plain` while the central was away: the attributes after
