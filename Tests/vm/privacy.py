@@ -43,6 +43,7 @@ what a program would do goes through gattctl (--gattctl). Phases:
 """
 import argparse
 import json
+import os
 import re
 import subprocess
 import time
@@ -51,7 +52,8 @@ import dbus
 
 from bluezcentral import CheckFailed, Central, bound, run, step
 from watchevents import read_events, unannounced
-from security import CentralAgent, auto_connect, auto_connect_end, btmgmt, chrcs, find, pair, register_agent
+from security import (BluetoothdLog, CentralAgent, auto_connect, auto_connect_end, btmgmt, chrcs, find, pair,
+                      register_agent, wait_resolved)
 
 SERVICE = '5ec0de00-1234-5678-1234-56789abc0031'
 PLAIN, SECRET, REPLY, CMD = ('5ec0de0%d-1234-5678-1234-56789abc0031' % n for n in (1, 2, 3, 4))
@@ -331,11 +333,11 @@ def returning(central, args, device_path_check, fresh=False, irk=IRK, moved=Fals
     if moved and PLAIN not in cached:
         raise CheckFailed('the central should have cached the table with plain: %s' % sorted(cached))
     t0 = time.monotonic()
+    log = BluetoothdLog(os.path.join(os.path.dirname(args.gattd_log), 'bluetoothd.log'))
     auto_connect(central, path, args.peer)
     linked = time.monotonic() - t0
     try:
-        central.pump_until(lambda: bool(central.prop(path, 'org.bluez.Device1', 'ServicesResolved')), 30,
-                           'services resolved')
+        wait_resolved(central, path, args.peer, log, 30)
     except CheckFailed as e:
         # What the central and gattd saw by then: a link gone, or one up and still discovering.
         seen = [ev.get('event') for ev in watch.events()[before:]]

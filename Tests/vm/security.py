@@ -356,7 +356,9 @@ def phase_cached(central, args):
             removed.add(str(object_path))
     watch = central.bus.add_signal_receiver(interfaces_removed, 'InterfacesRemoved',
                                             'org.freedesktop.DBus.ObjectManager', 'org.bluez')
+    log = BluetoothdLog(args.bluetoothd_log)
     auto_connect(central, path, args.peer)
+    relinked = False
     drops = []
 
     def device_changed(interface, changed, invalidated):
@@ -391,6 +393,11 @@ def phase_cached(central, args):
                 raise CheckFailed('read of %s at its cached path %s: the object went away during '
                                   'each of 3 reads' % (uuid[:8], cached))
             e = sent['err']
+            if not relinked and log.att_refused():
+                relink(central, path, args.peer, log)
+                relinked = True
+                del drops[:]   # the drop the central made, not one of gattd's
+                continue
             if e.get_dbus_name() == 'org.freedesktop.DBus.Error.UnknownObject' and attempt < 2:
                 step('cached %s: the object went away (Service Changed being handled); waiting for it'
                      % uuid[:8])
@@ -464,6 +471,67 @@ def auto_connect(central, path, peer, timeout=60):
     btmgmt(central, 'add-device', '-t', '1', '-a', '2', peer)
     central.pump_until(every(0.2, lambda: bool(central.prop(path, 'org.bluez.Device1', 'Connected'))),
                        timeout, 'auto-connection to %s' % peer)
+
+
+# bluetoothd 5.66 as this central, on the guest's 6.1 kernel, sometimes fails to set up its
+# own end of ATT on a bonded link: gattd's side asks for encryption (SMP Security Request) as
+# the link comes up, the central's kernel encrypts, and when the central's bluetoothd then
+# raises the security of its new ATT socket ("Elevating security level since LTK is
+# available") the kernel answers EINVAL. bluetoothd gives up on that socket, so this central
+# sends and answers no ATT on the link: it stays connected without services until gattd's
+# side times out its own requests (30 s). Seen once in CI's gattd-privacy and once in
+# gattd-security, both on 5.66; gattd's end of the same link attached and was ready. It is a
+# fault of the test's central, not of gattd, and a phone does not have it, so the central
+# drops such a link and connects again, once per connection, saying so.
+CENTRAL_ATT_REFUSED = 'device_attach_att() bt_io_set: setsockopt(BT_SECURITY)'
+
+
+class BluetoothdLog:
+    """The guest's bluetoothd log (both ends of the link are the one bluetoothd), read from a
+    mark on: whether the central's bluetoothd refused its own ATT socket since then."""
+
+    def __init__(self, path):
+        self.path = path
+        self.mark = self.size()
+
+    def size(self):
+        try:
+            return os.path.getsize(self.path) if self.path else 0
+        except OSError:
+            return 0
+
+    def again(self):
+        self.mark = self.size()
+
+    def att_refused(self):
+        try:
+            with open(self.path, 'rb') as f:
+                f.seek(self.mark)
+                return CENTRAL_ATT_REFUSED.encode() in f.read()
+        except (OSError, TypeError):
+            return False
+
+
+def relink(central, path, peer, log):
+    """The link `log` says the central's bluetoothd left without ATT: dropped and made again
+    (CENTRAL_ATT_REFUSED)."""
+    step('the central\'s own bluetoothd refused its ATT socket on this link (BlueZ 5.66 as a '
+         'central on Linux 6.1: "%s"); the central drops the link and connects again' % CENTRAL_ATT_REFUSED)
+    if central.prop(path, 'org.bluez.Device1', 'Connected'):
+        central.disconnect(path)
+    log.again()
+    auto_connect(central, path, peer)
+
+
+def wait_resolved(central, path, peer, log, timeout, what='services resolved'):
+    """ServicesResolved on the central's link to `path`; a link the central's own bluetoothd
+    left without ATT is made again once (CENTRAL_ATT_REFUSED)."""
+    for again in (False, True):
+        central.pump_until(lambda: bool(central.prop(path, 'org.bluez.Device1', 'ServicesResolved'))
+                           or (not again and log.att_refused()), timeout, what)
+        if central.prop(path, 'org.bluez.Device1', 'ServicesResolved'):
+            return
+        relink(central, path, peer, log)
 
 
 def auto_connect_end(central, peer):
@@ -663,6 +731,7 @@ def main():
     parser.add_argument('--adapter', default='hci1')
     parser.add_argument('--peer', default='00:AA:01:00:00:00')
     parser.add_argument('--gattctl')
+    parser.add_argument('--bluetoothd-log', help='the guest bluetoothd\'s log (CENTRAL_ATT_REFUSED)')
     parser.add_argument('--expect', default='jw-secret')
     parser.add_argument('--write', default='written by the central')
     parser.add_argument('--notifications', type=int, default=5)

@@ -107,7 +107,8 @@ serving() {
     wait_since_mark "$OUT/gattd.log" 'advertisement registered' 60 || exit 1
     kill -0 "$gattd" 2>/dev/null || { echo "FAIL: gattd exited"; tail "$OUT/gattd.log"; exit 1; }
 }
-central() { /usr/bin/python3 -u "$VM/security.py" "$@" --adapter hci1 --peer "$HCI0_ADDR" --gattctl "$GATTCTL_BIN"; }
+central() { /usr/bin/python3 -u "$VM/security.py" "$@" --adapter hci1 --peer "$HCI0_ADDR" --gattctl "$GATTCTL_BIN" \
+    --bluetoothd-log "$OUT/bluetoothd.log"; }
 pairable() {
     dbus-send --system --print-reply --dest=org.bluez /org/bluez/hci0 org.freedesktop.DBus.Properties.Get \
         string:org.bluez.Adapter1 string:Pairable | awk '/boolean/ { print $3 }'
