@@ -515,8 +515,9 @@ class BluetoothdLog:
 def relink(central, path, peer, log):
     """The link `log` says the central's bluetoothd left without ATT: dropped and made again
     (CENTRAL_ATT_REFUSED)."""
-    step('the central\'s own bluetoothd refused its ATT socket on this link (BlueZ 5.66 as a '
-         'central on Linux 6.1: "%s"); the central drops the link and connects again' % CENTRAL_ATT_REFUSED)
+    step('the central\'s own bluetoothd refused its ATT socket on this link ("%s", a fault of the '
+         'test\'s central seen with BlueZ 5.66 on Linux 6.1); the central drops the link and connects again'
+         % CENTRAL_ATT_REFUSED)
     if central.prop(path, 'org.bluez.Device1', 'Connected'):
         central.disconnect(path)
     log.again()
