@@ -137,6 +137,8 @@ test-integration:
 # report (written to .build-asan/reports) fails the run. Leak checking is off: LeakSanitizer
 # cannot see Swift references kept in enum payloads (their spare bits hold the case) and
 # reports those objects as leaked; the chaos test bounds memory growth instead.
+# Only Tests/integration: Tests/standin checks the stand-in bluetoothd against BlueZ's own
+# examples and starts no gattd, so test-integration's run of it is the one that counts.
 # swiftc has no UndefinedBehaviorSanitizer for Swift on Linux (`-sanitize=undefined` is
 # refused); Swift's own checks (overflow, bounds, unwrapping, exclusivity) are on in debug.
 # Two tests measure speed rather than behaviour (notifications paced 40 ms apart under a
@@ -149,7 +151,7 @@ test-asan: deps
 	$(SWIFT) build --scratch-path $(ASAN_DIR) --sanitize=address $(SWIFT_FLAGS)
 	rm -rf $(ASAN_DIR)/reports && mkdir -p $(ASAN_DIR)/reports
 	ASAN_OPTIONS=detect_leaks=0:log_path=$(ASAN_DIR)/reports/asan GATTD_BIN=$(ASAN_DIR)/debug/gattd \
-	  GATTCTL_BIN=$(ASAN_DIR)/debug/gattctl $(PYTHON) -m pytest -q $(ASAN_DESELECT) Tests/standin Tests/integration
+	  GATTCTL_BIN=$(ASAN_DIR)/debug/gattctl $(PYTHON) -m pytest -q $(ASAN_DESELECT) Tests/integration
 	@if ls $(ASAN_DIR)/reports/asan.* >/dev/null 2>&1; then cat $(ASAN_DIR)/reports/asan.*; exit 1; fi
 
 # Not in `make test` (minutes on 2 cores): the unit tests under AddressSanitizer, and under
@@ -225,7 +227,7 @@ check-lintian-arm64: release-arm64 release man
 
 .PHONY: test-arm64 build-arm64-tests test-arm64-unit arm64-wrappers test-arm64-integration test-arm64-install test-vm-arm64 \
 	test-vm-arm64-full check-arm64-locks
-# The arm64 build tested: its unit tests and the stand-in and integration suites under
+# The arm64 build tested: its unit tests and the integration suite under
 # qemu-user, its package checked (check-deb, lintian) and installed in a Debian 12 arm64 root.
 # The cross builds (release and tests) use -warnings-as-errors: a change sid's 6.2.3 refuses
 # fails here. test-vm-arm64 (the guest, gattd-full and gattd-security) is not in it.
@@ -252,6 +254,8 @@ test-arm64-unit: build-arm64-tests
 arm64-wrappers: release-arm64
 	scripts/arm64-wrappers $(ARM64_BIN) $(ARM64_QEMU_DIR)
 
+# Tests/standin is left to test-integration: it starts no gattd (the stand-in against BlueZ's
+# examples), so under qemu-user it would only repeat that run.
 # Deselected here, and run natively by test-integration (pytest prints how many it deselected;
 # the reasons are at the markers' registration in Tests/integration/conftest.py):
 #   timing        measures speed or pacing, or races a 3 s pairing window against gattctl's
@@ -262,7 +266,7 @@ arm64-wrappers: release-arm64
 #                 preloaded, which an arm64 gattd under qemu-user cannot load.
 test-arm64-integration: arm64-wrappers
 	GATTD_BIN=$(ARM64_QEMU_DIR)/gattd GATTCTL_BIN=$(ARM64_QEMU_DIR)/gattctl \
-	  $(PYTHON) -m pytest -q -m "not timing and not exec_failure and not preload" Tests/standin Tests/integration
+	  $(PYTHON) -m pytest -q -m "not timing and not exec_failure and not preload" Tests/integration
 
 # apt install of the arm64 package from a signed repository (a throwaway key) in a Debian 12
 # arm64 root (cached debootstrap, overlay per run); `make test-dist` does both architectures.
