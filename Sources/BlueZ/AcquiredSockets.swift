@@ -54,8 +54,10 @@ final class AcquiredSockets {
         /// Notifications dropped in a row because the socket was full (logged once, at the
         /// first and when it drains).
         var dropped = 0
-        /// Datagrams sent since the last check that bluetoothd reads this socket, and the
-        /// pending check's cancel (`AcquiredSockets+UnreadCheck.swift`).
+        /// Whether the unread check judges this socket (`decideUnreadCheck`), the datagrams
+        /// sent since the last check that bluetoothd reads it, and the pending check's
+        /// cancel (`AcquiredSockets+UnreadCheck.swift`).
+        var unreadChecked = false
         var sentSinceCheck = 0
         var cancelUnreadCheck: (() -> Void)?
 
@@ -146,6 +148,7 @@ final class AcquiredSockets {
             self.notifySocketReady(attribute, socket, events)
         }
         if socket.device == nil || model == .shared { closeLost(attribute) }
+        decideUnreadCheck(socket)
         notifySockets[attribute.id, default: []].append(socket)
         _ = service.setNotifying(attribute, true)
         logger.info(
@@ -240,6 +243,7 @@ final class AcquiredSockets {
                 // ends; the next datagram sent arms this one's.
                 socket.cancelUnreadCheck?()
                 socket.cancelUnreadCheck = nil
+                decideUnreadCheck(socket)
             }
             notifySockets[id] = sockets
             _ = service.setNotifying(attribute, true)
