@@ -87,7 +87,13 @@ final class AcquiredSockets {
     let logger: Logger
     var notifySockets: [String: [Socket]] = [:]
     /// How this bluetoothd shares notify sockets, from its release (`NotifySocketModel`).
-    var model: NotifySocketModel = .unknown
+    /// Decides which notify sockets the unread check judges (`decideUnreadCheck`).
+    var model: NotifySocketModel = .unknown {
+        didSet {
+            guard model != oldValue else { return }
+            for socket in notifySockets.values.joined() { decideUnreadCheck(socket) }
+        }
+    }
     var writeSockets: [String: [Socket]] = [:]
     /// Characteristics whose lost shared socket bluetoothd has not read empty yet, by id.
     /// Read on every notification: unchecked, as only the loop thread touches it and no
