@@ -85,7 +85,12 @@ final class AcquiredSockets {
     let loop: EventLoop
     let service: RequestService
     let logger: Logger
-    var notifySockets: [String: [Socket]] = [:]
+    /// The notify sockets of each characteristic, by id. Read on every notification (an
+    /// emptiness test on the signal path, the lookup on the socket path): unchecked, like
+    /// `switching`, as only the loop thread touches it and every access ends before anything
+    /// that could change it runs (`send` iterates a copy of the array, `closeNotify` mutates
+    /// after), so the hot path pays no runtime exclusivity check.
+    @exclusivity(unchecked) var notifySockets: [String: [Socket]] = [:]
     /// How this bluetoothd shares notify sockets, from its release (`NotifySocketModel`).
     /// Decides which notify sockets the unread check judges (`decideUnreadCheck`).
     var model: NotifySocketModel = .unknown {
