@@ -24,7 +24,7 @@ extension AcquiredSockets {
             switch result {
             case .sent:
                 delivered = true
-                if socket.device != nil && model != .shared { noteSent(attribute, socket) }
+                noteSent(attribute, socket)
                 if socket.dropped > 0 {
                     logger.info(
                         "notifications flow again on the socket",

@@ -28,17 +28,34 @@ extension AcquiredSockets {
     static let unreadCheck = Duration.seconds(5)
 
     /// A datagram went out on a central's own socket: counted, and a check armed unless
-    /// one is pending. The notification hot path: an increment and a test when armed.
+    /// one is pending. The notification hot path: a test of the socket's `unreadChecked`
+    /// (decided when the socket or the model changes, not per datagram), an increment and
+    /// a test of the pending check.
+    @inline(__always)
     func noteSent(_ attribute: Attribute, _ socket: Socket) {
-        socket.sentSinceCheck += 1
+        guard socket.unreadChecked else { return }
+        socket.sentSinceCheck &+= 1
         guard socket.cancelUnreadCheck == nil else { return }
         armUnreadCheck(attribute, socket)
     }
 
+    /// Whether `socket` gets the check: a central's own socket (bluetoothd named the
+    /// central), unless this bluetoothd shares one socket among every central (up to 5.68,
+    /// where `closeLost` handles a socket it stopped reading). Decided when the socket is
+    /// acquired or adopted and again when the model changes: what each datagram tested
+    /// before. A check already pending runs as it would have.
+    func decideUnreadCheck(_ socket: Socket) {
+        socket.unreadChecked = socket.device != nil && model != .shared
+    }
+
+    // `unowned`, not `weak`: a weak reference gives the object a side table, and every
+    // retain and release of it (each socket on every notification) then takes the slow
+    // path. Safe, as `Socket.close()` cancels the check and every socket is closed before
+    // it or its owner goes (`closeAll()`; `adopt` cancels the previous owner's check).
+    @inline(never)
     private func armUnreadCheck(_ attribute: Attribute, _ socket: Socket) {
         let clock = service.runtime.notifier.clock
-        socket.cancelUnreadCheck = clock.at(clock.now() + Self.unreadCheck) { [weak self, weak socket] in
-            guard let self, let socket else { return }
+        socket.cancelUnreadCheck = clock.at(clock.now() + Self.unreadCheck) { [unowned self, unowned socket] in
             socket.cancelUnreadCheck = nil
             self.checkUnread(attribute, socket)
         }

@@ -54,8 +54,10 @@ final class AcquiredSockets {
         /// Notifications dropped in a row because the socket was full (logged once, at the
         /// first and when it drains).
         var dropped = 0
-        /// Datagrams sent since the last check that bluetoothd reads this socket, and the
-        /// pending check's cancel (`AcquiredSockets+UnreadCheck.swift`).
+        /// Whether the unread check judges this socket (`decideUnreadCheck`), the datagrams
+        /// sent since the last check that bluetoothd reads it, and the pending check's
+        /// cancel (`AcquiredSockets+UnreadCheck.swift`).
+        var unreadChecked = false
         var sentSinceCheck = 0
         var cancelUnreadCheck: (() -> Void)?
 
@@ -83,9 +85,20 @@ final class AcquiredSockets {
     let loop: EventLoop
     let service: RequestService
     let logger: Logger
-    var notifySockets: [String: [Socket]] = [:]
+    /// The notify sockets of each characteristic, by id. Read on every notification (an
+    /// emptiness test on the signal path, the lookup on the socket path): unchecked, like
+    /// `switching`, as only the loop thread touches it and every access ends before anything
+    /// that could change it runs (`send` iterates a copy of the array, `closeNotify` mutates
+    /// after), so the hot path pays no runtime exclusivity check.
+    @exclusivity(unchecked) var notifySockets: [String: [Socket]] = [:]
     /// How this bluetoothd shares notify sockets, from its release (`NotifySocketModel`).
-    var model: NotifySocketModel = .unknown
+    /// Decides which notify sockets the unread check judges (`decideUnreadCheck`).
+    var model: NotifySocketModel = .unknown {
+        didSet {
+            guard model != oldValue else { return }
+            for socket in notifySockets.values.joined() { decideUnreadCheck(socket) }
+        }
+    }
     var writeSockets: [String: [Socket]] = [:]
     /// Characteristics whose lost shared socket bluetoothd has not read empty yet, by id.
     /// Read on every notification: unchecked, as only the loop thread touches it and no
@@ -146,6 +159,7 @@ final class AcquiredSockets {
             self.notifySocketReady(attribute, socket, events)
         }
         if socket.device == nil || model == .shared { closeLost(attribute) }
+        decideUnreadCheck(socket)
         notifySockets[attribute.id, default: []].append(socket)
         _ = service.setNotifying(attribute, true)
         logger.info(
@@ -240,6 +254,7 @@ final class AcquiredSockets {
                 // ends; the next datagram sent arms this one's.
                 socket.cancelUnreadCheck?()
                 socket.cancelUnreadCheck = nil
+                decideUnreadCheck(socket)
             }
             notifySockets[id] = sockets
             _ = service.setNotifying(attribute, true)

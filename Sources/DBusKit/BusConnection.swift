@@ -14,6 +14,8 @@ public final class BusConnection {
     /// `DBusConnection*`.
     let raw: OpaquePointer
     let glue: LoopGlue
+    /// How calls and subscriptions hold the connection (`ConnectionAnchor`).
+    let anchor = ConnectionAnchor()
     /// The loop the connection runs on.
     public let loop: EventLoop
     /// The unique name the bus assigned (`:1.42`).
@@ -55,6 +57,7 @@ public final class BusConnection {
         let me = Unmanaged.passUnretained(self).toOpaque()
         dbus_connection_add_filter(raw, busFilter, me, nil)
         glue.install()
+        anchor.connection = self
     }
 
     /// Connects to the system bus (`DBUS_SYSTEM_BUS_ADDRESS` if set, else the standard socket).
@@ -65,6 +68,7 @@ public final class BusConnection {
     }
 
     deinit {
+        anchor.connection = nil
         let me = Unmanaged.passUnretained(self).toOpaque()
         dbus_connection_remove_filter(raw, busFilter, me)
         glue.uninstall()

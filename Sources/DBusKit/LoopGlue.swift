@@ -14,14 +14,22 @@ final class LoopGlue {
     let connection: OpaquePointer
     private var watches: [OpaquePointer: IOWatch] = [:]
     private var timeouts: [OpaquePointer: LoopTimer] = [:]
-    private var dispatchScheduled = false
-    var isInstalled = false
-    /// The end-of-turn dispatch, made once (not a new closure and weak reference per turn).
-    private lazy var dispatchJob: () -> Void = { [weak self] in
-        guard let self else { return }
-        self.dispatchScheduled = false
-        guard self.isInstalled else { return }
-        while dbus_connection_dispatch(self.connection) == DBUS_DISPATCH_DATA_REMAINS {}
+    /// Whether the callbacks are installed and a dispatch is queued: what the end-of-turn
+    /// dispatch reads. The job is queued on the loop and may run after the glue is gone, so
+    /// it holds this (strongly) rather than a weak reference to the glue: the first weak
+    /// reference gives an object a side table for good, and every retain and release of
+    /// the glue (each libdbus callback) would then take the runtime's slow path.
+    private final class DispatchState {
+        var installed = false
+        var scheduled = false
+    }
+    private let state = DispatchState()
+    var isInstalled: Bool { state.installed }
+    /// The end-of-turn dispatch, made once (not a new closure per turn).
+    private lazy var dispatchJob: () -> Void = { [state, connection] in
+        state.scheduled = false
+        guard state.installed else { return }
+        while dbus_connection_dispatch(connection) == DBUS_DISPATCH_DATA_REMAINS {}
     }
 
     init(loop: EventLoop, connection: OpaquePointer) {
@@ -53,14 +61,14 @@ final class LoopGlue {
         dbus_connection_set_wakeup_main_function(connection, { data in
             LoopGlue.from(data).checkDispatch()
         }, data, nil)
-        isInstalled = true
+        state.installed = true
         checkDispatch()
     }
 
     /// Removes every callback (libdbus calls the remove functions for live watches first).
     func uninstall() {
-        guard isInstalled else { return }
-        isInstalled = false
+        guard state.installed else { return }
+        state.installed = false
         dbus_connection_set_watch_functions(connection, nil, nil, nil, nil, nil)
         dbus_connection_set_timeout_functions(connection, nil, nil, nil, nil, nil)
         dbus_connection_set_dispatch_status_function(connection, nil, nil, nil)
@@ -130,15 +138,15 @@ final class LoopGlue {
     // MARK: Dispatch
 
     func checkDispatch() {
-        if !dispatchScheduled, dbus_connection_get_dispatch_status(connection) == DBUS_DISPATCH_DATA_REMAINS {
+        if !state.scheduled, dbus_connection_get_dispatch_status(connection) == DBUS_DISPATCH_DATA_REMAINS {
             scheduleDispatch()
         }
     }
 
     /// Dispatches at the end of this turn, after every ready descriptor has been read.
     func scheduleDispatch() {
-        guard !dispatchScheduled, isInstalled else { return }
-        dispatchScheduled = true
+        guard !state.scheduled, state.installed else { return }
+        state.scheduled = true
         loop.afterIteration(dispatchJob)
     }
 }

@@ -11,14 +11,16 @@
 public final class MethodCall {
     /// The call message.
     public let message: Message
-    weak var connection: BusConnection?
+    private let anchor: ConnectionAnchor
+    /// The connection the call came in on; nil once it is gone.
+    var connection: BusConnection? { anchor.connection }
     private var answered = false
     /// The member as dispatch matched it, so handlers need not copy it out of the message.
     private let methodName: String?
 
     init(message: Message, connection: BusConnection, methodName: String? = nil) {
         self.message = message
-        self.connection = connection
+        self.anchor = connection.anchor
         self.methodName = methodName
     }
 

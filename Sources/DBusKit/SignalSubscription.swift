@@ -10,7 +10,9 @@ public final class SignalSubscription {
     let arg0: String?
     let rule: String
     let handler: (Message) -> Void
-    weak var connection: BusConnection?
+    private let anchor: ConnectionAnchor
+    /// The connection it was registered on; nil once it is gone.
+    var connection: BusConnection? { anchor.connection }
 
     /// Whether matching signals are still delivered.
     public private(set) var isActive = true
@@ -22,7 +24,7 @@ public final class SignalSubscription {
         self.interface = interface
         self.member = member
         self.arg0 = arg0
-        self.connection = connection
+        self.anchor = connection.anchor
         self.handler = handler
         var rule = "type='signal'"
         func add(_ key: String, _ value: String?) {

@@ -223,6 +223,36 @@ struct AcquiredSocketTests {
         #expect(s.receive(read) == [3], "a socket bluetoothd reads is never closed")
     }
 
+    @Test("the unread check follows the model: a shared socket is not judged, the same socket is once each central has its own")
+    func unreadCheckFollowsTheModel() throws {
+        let s = try SocketSession()
+        let stream = try #require(s.f.attribute("stream"))
+        s.f.application.notifySocketModel = .shared
+        let (fd, _) = try s.acquire(streamUUID, "AcquireNotify").get()
+        defer { close(fd) }
+        var byte: UInt8 = 0
+        s.f.service.set(stream, to: [1]) { _ in }
+        for _ in 0..<3 {
+            s.f.clock.advance(by: .seconds(5))
+            s.f.settle(s.bluez.connection)
+        }
+        #expect(recv(fd, &byte, 1, Int32(MSG_DONTWAIT | MSG_PEEK)) == 1, "a shared socket left unread: not judged")
+        #expect(stream.isNotifying)
+        // The model changes under the open socket (bluetoothd's adapter seen again).
+        s.f.application.notifySocketModel = .perCentral
+        s.f.service.set(stream, to: [2]) { _ in }
+        s.f.clock.advance(by: .milliseconds(50))
+        s.f.clock.advance(by: .seconds(5))
+        s.f.settle(s.bluez.connection)
+        #expect(recv(fd, &byte, 1, Int32(MSG_DONTWAIT | MSG_PEEK)) == 1, "values were sent since: not judged yet")
+        s.f.clock.advance(by: .seconds(5))
+        s.f.settle(s.bluez.connection)
+        #expect(s.receive(fd) == [1], "what it held stays readable")
+        #expect(s.receive(fd) == [2])
+        #expect(s.hangsUp(fd), "a central's own socket unread through a quiet interval: closed")
+        #expect(s.f.run { !stream.isNotifying })
+    }
+
     @Test("AcquireWrite: datagrams are writes through the pipeline; one too long is dropped")
     func writesThroughTheSocket() throws {
         let s = try SocketSession()
