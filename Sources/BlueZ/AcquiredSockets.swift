@@ -74,6 +74,13 @@ final class AcquiredSockets {
             watch = nil
             SeqPacketSocket.close(fd)
         }
+
+        /// A pending unread check holds this socket and its owner `unowned`: a socket that
+        /// goes without `close()` (its owner dropped unclosed) takes its check with it, so
+        /// the check never runs on freed objects.
+        deinit {
+            cancelUnreadCheck?()
+        }
     }
 
     /// The ATT MTU bluetoothd's options leave out only when it knows none (the minimum).
