@@ -301,8 +301,9 @@ public final class CentralWatch {
         away.sort()
         logger.warning(
             """
-            the GATT table changes while centrals that bonded over a private address are away: bluetoothd will \
-            not send them Service Changed when they return
+            the GATT table changes while centrals that bonded over a private address are away: bluetoothd \
+            sends them Service Changed when they return only if they enabled it after bonding (it keeps what \
+            they enabled before under the private address)
             """,
             metadata: ["addresses": "\(away)"])
         return away
@@ -361,8 +362,9 @@ public final class CentralWatch {
             logger.warning(
                 """
                 a central that bonded over a private address returned after the GATT table changed while it was \
-                away: bluetoothd keeps the Service Changed for its old address and does not send it; the central \
-                sees the new table only if it checks the Database Hash or discovers again
+                away: unless it enabled Service Changed after bonding, bluetoothd keeps that for its old address \
+                and does not send it, and the central sees the new table only if it checks the Database Hash or \
+                discovers again
                 """,
                 metadata: ["device": "\(device)", "address": "\(address)"])
         }
