@@ -71,7 +71,8 @@ from bumble import hci
 from bumble.att import ATT_Error
 from bumble.core import AdvertisingData, ConnectionError as BumbleConnectionError, PhysicalTransport
 from bumble.device import Device, DeviceConfiguration, Peer
-from bumble.gatt import GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR
+from bumble.gatt import (GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR, GATT_DATABASE_HASH_CHARACTERISTIC,
+                         GATT_GENERIC_ATTRIBUTE_SERVICE, GATT_SERVICE_CHANGED_CHARACTERISTIC)
 from bumble.l2cap import LeCreditBasedChannelSpec
 from bumble.pairing import PairingConfig, PairingDelegate
 from bumble.transport import open_transport
@@ -197,6 +198,8 @@ class Central:
         self.reply_value = None  # `reply`'s value as gattd holds it, from phase 2 on
         self.closed_at = None  # the watch's events when the window closed after the re-pair
         self.stack = None  # closes the second central's transport at the end
+        self.database_hash = None  # the Database Hash read before leaving (phase 1)
+        self.service_changed = None  # the value handle of Service Changed, subscribed in phase 1
 
     def characteristics(self):
         """The config's characteristics, and per channel the PSM characteristic gattd adds
@@ -263,8 +266,13 @@ class Central:
         security_requests = asyncio.Queue()
 
         def on_connection(connection):
-            # Attached as the connection is made, so that no Security Request is missed.
+            # Attached as the connection is made, so that no Security Request (or Service
+            # Changed indication) is missed.
             connection.on('security_request', security_requests.put_nowait)
+            connection.service_changed = []
+            if self.service_changed is not None:
+                connection.gatt_client.indication_subscribers.setdefault(self.service_changed, set()).add(
+                    lambda value: connection.service_changed.append(bytes(value)))
 
         self.device.on('connection', on_connection)
         try:
@@ -385,6 +393,9 @@ class Central:
         if [(c.get('address'), c.get('addressType')) for c in centrals] != [(self.identity, 'public')]:
             raise CheckFailed(f'expected gattctl centrals to list {self.identity} (public) alone, got {centrals}')
         step(f'gattd announced address-changed {rpa} -> {self.identity} (same object); gattctl centrals names the identity')
+        await self.subscribe_service_changed(peer)
+        self.database_hash = await self.read_database_hash(connection.gatt_client)
+        step(f'Database Hash {self.database_hash.hex()}')
         # Pairing closes (gattctl's shortest window) while the bonded central stays.
         closing = len(self.watch.events())
         await self.gattctl('pairing', 'open', '1')
@@ -452,6 +463,81 @@ class Central:
         self.handles = {cid: p.handle for cid, p in self.proxies.items()}
         await self.disconnect_named_by_identity(connection)
         step('handles: ' + ' '.join(f'{cid}=0x{h:04x}' for cid, h in self.handles.items()))
+
+    async def subscribe_service_changed(self, peer):
+        """As a phone does once bonded: indications of Service Changed (bluetoothd's GATT
+        service), so that bluetoothd keeps a Service Changed for it while it is away."""
+        gatt = next((s for s in peer.services if s.uuid == GATT_GENERIC_ATTRIBUTE_SERVICE), None)
+        chrc = gatt and next((c for c in gatt.characteristics if c.uuid == GATT_SERVICE_CHANGED_CHARACTERISTIC), None)
+        if chrc is None:
+            raise CheckFailed(f'expected a Service Changed characteristic in the GATT service, got {gatt}')
+        await bounded(peer.discover_descriptors(chrc), 10, 'descriptor discovery of Service Changed')
+        ccc = chrc.get_descriptor(GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR)
+        if ccc is None:
+            raise CheckFailed('expected a CCC descriptor on Service Changed, got none')
+        await bounded(peer.gatt_client.write_value(ccc.handle, b'\x02\x00', with_response=True), 10,
+                      'the CCC write to Service Changed')
+        self.service_changed = chrc.handle
+        step(f'subscribed to Service Changed (0x{chrc.handle:04x}, indications)')
+
+    async def read_database_hash(self, client):
+        """The Database Hash (0x2B2A), read by its UUID as a caching phone does on connecting."""
+        values = await bounded(client.read_characteristics_by_uuid(GATT_DATABASE_HASH_CHARACTERISTIC, None), 10,
+                               'the read of the Database Hash')
+        if len(values) != 1 or len(values[0]) != 16:
+            raise CheckFailed(f'expected one 16-byte Database Hash, got {[bytes(v).hex() for v in values]}')
+        return bytes(values[0])
+
+    async def moved(self):
+        """Phase 2: gattd was reloaded while this central was away with a definition whose
+        handles move (--moved-config). Back from a new RPA, it finds the change by the
+        Database Hash, discovers again and reads each characteristic by its new handle."""
+        with open(self.args.moved_config) as f:
+            moved = json.load(f)
+        old, new = await self.new_rpa()
+        mark = len(self.watch.events())
+        logged = len(self.gattd_log())
+        connection = await self.connect()
+        back = await self.watch.wait('the connected event of the return', mark, event='connected')
+        if (back['address'], back.get('address-type'), back['device']) != (self.identity, 'public', self.device_path):
+            raise CheckFailed(f'expected the return from RPA {new} announced as {self.identity} (public) on '
+                              f'{self.device_path}, got {back}')
+        step(f'back from a new RPA {new} (was {old}) after the reload: announced as {self.identity}, same object')
+        paired = await self.encrypt_with_bond(connection, 'phase 1')
+        client = connection.gatt_client
+        digest = await self.read_database_hash(client)
+        if digest == self.database_hash:
+            raise CheckFailed(f'expected the Database Hash changed by the reload, got {digest.hex()} as before')
+        step(f'Database Hash {self.database_hash.hex()} -> {digest.hex()}: the table changed; discovering again')
+        self.database_hash = digest
+        self.config = moved
+        peer = Peer(connection)
+        await bounded(peer.discover_services(), 20, 'primary service discovery')
+        await bounded(peer.discover_characteristics(), 20, 'characteristic discovery')
+        self.check_tree(peer)
+        before, self.handles = self.handles, {cid: p.handle for cid, p in self.proxies.items()}
+        moves = [f'{cid} 0x{before[cid]:04x}->0x{h:04x}' for cid, h in self.handles.items() if before.get(cid) != h]
+        if not moves:
+            raise CheckFailed(f'expected handles moved by the reload, got the same {self.handles}')
+        step('moved: ' + ', '.join(moves))
+        wrong = await self.read_by_handles(client)
+        if wrong:
+            raise CheckFailed('reads by the handles discovered again:\n  ' + '\n  '.join(wrong))
+        reply = self.proxies['reply']
+        await bounded(peer.discover_descriptors(reply), 10, 'descriptor discovery of reply')
+        self.reply_ccc = reply.get_descriptor(GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR).handle
+        said = await until(lambda: next((line for line in self.gattd_log()[logged:]
+                                         if 'returned after the GATT table changed while it was away' in line
+                                         and log_fields(line).get('address') == self.identity), None),
+                           10 * SLOW, f"gattd's 'returned after the GATT table changed while it was away' for {self.identity}")
+        step(f'gattd: {said.strip()}')
+        # bluetoothd's behaviour (docs/bluez-contract.md §12), printed, not asserted.
+        step(f'Service Changed indications on this visit: {len(connection.service_changed)} '
+             f'{[v.hex() for v in connection.service_changed]}')
+        if paired or connection.disconnected.done():
+            raise CheckFailed(f'expected the bonded central kept with no new pairing, got pairing {paired}, '
+                              f'disconnected {connection.disconnected.done()}')
+        await self.disconnect_named_by_identity(connection)
 
     async def echo(self, connection):
         """Opens the channel on the PSM read from its characteristic and echoes
@@ -933,6 +1019,8 @@ async def main():
     parser.add_argument('--transport', required=True, help='Bumble transport, e.g. hci-socket:1')
     parser.add_argument('--peer', required=True, help="gattd's adapter address")
     parser.add_argument('--config', required=True, help="gattd's configuration")
+    parser.add_argument('--moved-config', required=True,
+                        help='the configuration gattd is reloaded with while this central is away (phase 2)')
     parser.add_argument('--gattctl', required=True, help='gattctl, for what a program would do (pairing, centrals, get)')
     parser.add_argument('--watch', required=True, help='the file the scenario\'s gattctl watch --json writes')
     parser.add_argument('--gattd-log', required=True, help="gattd's log (the channel's lines)")
@@ -984,11 +1072,14 @@ async def main():
             central.stack = stack
             await central.phase1()
             print('phase 1 done', flush=True)
+            await go()
+            await central.moved()
+            print('phase 2 done', flush=True)
             prepared = asyncio.create_task(central.prepare_other())
             await go()
             await central.phase2(prepared)
             await central.repair()
-            print('phase 3 done', flush=True)
+            print('phase 4 done', flush=True)
             await go()
             await central.restarted()
             await central.stranger()
