@@ -6,9 +6,9 @@ scenario has taken hci1 away from bluetoothd first). Every expectation comes fro
 gattd configuration (--config); gattd's events come from `gattctl watch --json` (--watch,
 started by the scenario). Bumble uses LE privacy as a phone does: an IRK of its own
 (--irk), connections from resolvable private addresses (RPAs) made from it, and its
-identity (hci1's public address and the IRK) given when it bonds. One process, two
-phases, so that the controller and the bond stay in Bumble's hands throughout (the
-scenario restarts gattd between 1 and 2 and its bluetoothd between 3 and 4):
+identity (hci1's public address and the IRK) given when it bonds. One process, so that
+the controller and the bond stay in Bumble's hands throughout (the scenario reloads gattd
+between phases 1 and 2, restarts it between 2 and 3 and its bluetoothd between 4 and 5):
 
 1. scan for gattd's advertisement, open gattd's pairing window (`gattctl pairing open`, the
    person pressing the button: the definition has bondedOnly), connect from an RPA (the
@@ -16,7 +16,8 @@ scenario restarts gattd between 1 and 2 and its bluetoothd between 3 and 4):
    compare it with the config (the PSM characteristic of the channel included), read the
    encrypt-read characteristic and the channel's PSM characteristic unencrypted (refused),
    pair just-works with bonding, the IRK distributed: the `address-changed` event names the
-   RPA and the identity, `gattctl centrals` the identity; close the pairing window; read
+   RPA and the identity, `gattctl centrals` the identity; subscribe to Service Changed
+   (indications) and read the Database Hash, as a caching phone does; close the pairing window; read
    every readable value, write a value longer than MTU-3 (Prepare Write pieces + Execute
    Write), read it back, and check the `written` events name the identity; subscribe to the
    counter and receive consecutive notifications, unsubscribe; read the PSM, open the LE
@@ -24,29 +25,37 @@ scenario restarts gattd between 1 and 2 and its bluetoothd between 3 and 4):
    relays (cat), in order, nothing lost or doubled, then close it: gattd logs the channel
    opened for the identity and closed by the central with the bytes each way; disconnect
    (the `disconnected` event names the identity); print "phase 1 done" and wait for a line
-   on stdin (the scenario restarts gattd meanwhile, and waits until its pairing window,
-   open for a second at its start, is closed);
-2. from a NEW RPA, with pairing closed and bondedOnly: reconnect (the `connected` event names
+   on stdin (the scenario reloads gattd meanwhile with --moved-config, `first` removed);
+2. from a new RPA, pairing closed: announced as the identity, encrypt when asked, read the
+   Database Hash: it differs from phase 1's (bluetoothd keeps the Service Changed under the
+   private address and does not send it, docs/bluez-contract.md §12: whether one came is
+   printed, not asserted); discover again (the tree of --moved-config), the handles after
+   `first` moved, and each readable characteristic read by its new handle gives its own
+   value; gattd logs "returned after the GATT table changed while it was away" with the
+   identity; disconnect; print "phase 2 done" and wait for a line on stdin (the scenario
+   restarts gattd with the same (moved) definition meanwhile, and waits until its pairing
+   window, open for a second at its start, is closed);
+3. from a NEW RPA, with pairing closed and bondedOnly: reconnect (the `connected` event names
    the identity), wait for the peripheral's SMP Security Request, encrypt with the bond's
    key (no new pairing), and read every readable characteristic by the handle discovered in
-   phase 1, without any discovery: each must give that characteristic's own value (the
+   phase 2, without any discovery: each must give that characteristic's own value (the
    encrypt-read one and the PSM included); gattd keeps the link. Then targeted values: the
    pairing window opens, a second central (--other-transport, public address, not bonded)
    connects, both subscribe to `reply` (acquireNotify) by the cached handles; `gattctl set
    reply --to IDENTITY` reaches this central and not the other (--targeted: 5.79 and
    later) or is refused as untargetable (5.66), and a value for all reaches both; the other
    leaves, this central disconnects;
-3. the phone is reset: Bumble forgets its keys, takes a new IRK (--new-irk), connects from an
+4. the phone is reset: Bumble forgets its keys, takes a new IRK (--new-irk), connects from an
    RPA of it (a new object on gattd's side) and pairs again in the open window: the
    `address-changed` event names the identity, `gattctl bonds` and `centrals` list it once,
    gattd logs "central paired again (new IRK)" with the new object, the encrypt-read value
-   reads over the new keys; disconnect, the window closed; print "phase 3 done" and wait for
+   reads over the new keys; disconnect, the window closed; print "phase 4 done" and wait for
    a line on stdin (the scenario restarts gattd's bluetoothd meanwhile);
-4. from a new RPA of the new IRK, pairing closed: announced as the identity on
+5. from a new RPA of the new IRK, pairing closed: announced as the identity on
    .../dev_<identity> (bluetoothd loaded the bond from storage), one bond, encryption with
    the newer bond when asked (no new pairing), the encrypted values (and `reply`'s last
    value for all) read by cached handles; disconnect;
-5. another phone: Bumble forgets its keys again and connects from an RPA of a third IRK
+6. another phone: Bumble forgets its keys again and connects from an RPA of a third IRK
    (--stranger-irk) that never bonded (its identity is never given): gattd (bondedOnly,
    pairing closed) drops it, logging "disconnecting a central that is not bonded" with
    that RPA, and the `disconnected` event names it.
@@ -190,12 +199,12 @@ class Central:
         self.peer_address = None
         self.identity = None
         self.device_path = None  # bluetoothd's object for this central, from gattd's events
-        self.handles = {}  # characteristic id -> value handle (phase 1)
+        self.handles = {}  # characteristic id -> value handle (phase 1; discovered again in phase 2)
         self.written = None
         self.psm = None
         self.key_name = None  # Bumble's keystore entry for gattd (its bond)
-        self.reply_ccc = None  # the CCC handle of `reply` (phase 1)
-        self.reply_value = None  # `reply`'s value as gattd holds it, from phase 2 on
+        self.reply_ccc = None  # the CCC handle of `reply` (phase 1, again in phase 2)
+        self.reply_value = None  # `reply`'s value as gattd holds it, from phase 3 on
         self.closed_at = None  # the watch's events when the window closed after the re-pair
         self.stack = None  # closes the second central's transport at the end
         self.database_hash = None  # the Database Hash read before leaving (phase 1)
@@ -662,7 +671,7 @@ class Central:
             raise CheckFailed(f'expected gattd to take the returning central for bonded, got {dropped}')
         if wrong:
             raise CheckFailed('reads by the handles discovered before gattd restarted:\n  ' + '\n  '.join(wrong))
-        step('phase 2: every characteristic read its own value by its cached handle, no rediscovery, no new pairing')
+        step('phase 3: every characteristic read its own value by its cached handle, no rediscovery, no new pairing')
         self.reply_value = expected_value(next(c for _, c in self.characteristics() if c['id'] == 'reply')['value'])
         await self.targeted(connection, prepared)
         await self.disconnect_named_by_identity(connection)
@@ -688,7 +697,7 @@ class Central:
 
     async def read_by_handles(self, client, only=None):
         """Reads the readable characteristics (those of `only`, when given) by the handles
-        discovered in phase 1; returns what was wrong."""
+        discovered last (phase 1, again in phase 2); returns what was wrong."""
         wrong = []
         for _, chrc in self.characteristics():
             if not self.readable(chrc) or only is not None and chrc['id'] not in only:
@@ -758,7 +767,7 @@ class Central:
         return text(other.public_address), connection, held
 
     async def subscribe_reply(self, connection, sink):
-        """Subscribes to `reply` by the handles discovered in phase 1, as a phone with a
+        """Subscribes to `reply` by the handles discovered last, as a phone with a
         cached table does (the other central uses them too: they are gattd's, not a
         central's)."""
         client = connection.gatt_client
@@ -790,7 +799,7 @@ class Central:
                 await self.watch.wait(f'central-subscribed reply for {device}', mark, event='central-subscribed',
                                       id='reply', device=device)
         step(f'this central and another ({other_address}, public, not bonded) subscribed to reply')
-        base = int.from_bytes(self.reply_value, 'little')  # read by its cached handle in phase 2
+        base = int.from_bytes(self.reply_value, 'little')  # read by its cached handle in phase 3
         targeted, for_all = ((base + n) % 0x10000 for n in (1, 2))
         process = await asyncio.create_subprocess_exec(
             self.args.gattctl, 'set', 'reply', '--uint16', str(targeted), '--to', self.identity,
@@ -891,7 +900,7 @@ class Central:
     async def restarted(self):
         """After gattd's bluetoothd restarted: back from an RPA of the new IRK with pairing
         closed; bluetoothd's object is now dev_<identity>, one bond, the newer one (no new
-        pairing), and the encrypted values read by the handles discovered in phase 1."""
+        pairing), and the encrypted values read by the handles discovered in phase 2."""
         opened = [e for e in self.watch.events()[self.closed_at:] if e.get('event') == 'pairing']
         if opened:
             raise CheckFailed(f"expected gattd's pairing window closed since the re-pair, got {opened}")
@@ -1055,7 +1064,7 @@ async def main():
     step(f'Bumble imported; opening {args.transport}')
     async with await bounded(open_transport(args.transport), 20, f'the transport {args.transport}') as transport:
         # LE privacy: the controller gets an RPA made from the IRK at power-on; no rotation
-        # while connected (le_rpa_timeout 0): phase 2 sets a new one itself.
+        # while connected (le_rpa_timeout 0): new_rpa() sets a new one itself.
         device = Device.from_config_with_hci(
             DeviceConfiguration(name='gattd-bumble-central', address=hci.Address('F0:F1:F2:F3:F4:F5'),
                                 irk=bytes.fromhex(args.irk), le_privacy_enabled=True, le_rpa_timeout=0),

@@ -13,12 +13,18 @@
 # discovery, the encrypt-read values refused, just-works pairing with a bond and the IRK
 # given (address-changed RPA -> identity), reads, a long write (Prepare/Execute Write)
 # reported by the identity, notifications, the channel opened on the PSM read from its
-# characteristic with 256 KiB echoed each way and closed, the window closed, disconnect;
-# then gattd restarts with the same definition and state, and once its window is closed
+# characteristic with 256 KiB echoed each way and closed, the window closed, disconnect
+# (Bumble has subscribed to Service Changed and read the Database Hash). While it is away
+# gattd is reloaded (SIGHUP) without `first`, so the attributes after it move (`gattctl
+# list --json` before and after); Bumble returns from a new RPA, finds the Database Hash
+# changed (bluetoothd keeps the Service Changed under the private address and does not
+# send it: docs/bluez-contract.md §12; whether one came is printed), discovers again and
+# reads each characteristic by its new handle; gattd logs the return after the change it
+# missed. Then gattd restarts with the same (moved) definition and state, and once its window is closed
 # Bumble returns from a new private address (bondedOnly keeps it, announced by the
 # identity), encrypts with its bond when gattd's bluetoothd asks (SMP Security Request;
 # docs/bluez-contract.md §11 says why not at once), and reads by the handles it discovered
-# before, without rediscovery: each characteristic must give its own value. Then, with a
+# last, without rediscovery: each characteristic must give its own value. Then, with a
 # second Bumble central on hci2 (public address, not bonded, in an open pairing window; it
 # first holds a link to a Bumble device on hci3, for btvirt's connection handles), both
 # subscribed to `reply`: a value `--to` the identity reaches Bumble and not the other (5.82;
