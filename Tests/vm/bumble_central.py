@@ -541,8 +541,9 @@ class Central:
                            10 * SLOW, f"gattd's 'returned after the GATT table changed while it was away' for {self.identity}")
         step(f'gattd: {said.strip()}')
         # bluetoothd's behaviour (docs/bluez-contract.md §12), printed, not asserted.
-        step(f'Service Changed indications on this visit: {len(connection.service_changed)} '
-             f'{[v.hex() for v in connection.service_changed]}')
+        ranges = [f'0x{int.from_bytes(v[:2], "little"):04x}-0x{int.from_bytes(v[2:4], "little"):04x}'
+                  if len(v) == 4 else v.hex() for v in connection.service_changed]
+        step(f'Service Changed indications on this visit (informational): {len(ranges)} {ranges}')
         if paired or connection.disconnected.done():
             raise CheckFailed(f'expected the bonded central kept with no new pairing, got pairing {paired}, '
                               f'disconnected {connection.disconnected.done()}')
