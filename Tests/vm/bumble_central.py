@@ -27,9 +27,8 @@ between phases 1 and 2, restarts it between 2 and 3 and its bluetoothd between 4
    (the `disconnected` event names the identity); print "phase 1 done" and wait for a line
    on stdin (the scenario reloads gattd meanwhile with --moved-config, `first` removed);
 2. from a new RPA, pairing closed: announced as the identity, encrypt when asked, read the
-   Database Hash: it differs from phase 1's (bluetoothd keeps the Service Changed under the
-   private address and does not send it, docs/bluez-contract.md §12: whether one came is
-   printed, not asserted); discover again (the tree of --moved-config), the handles after
+   Database Hash: it differs from phase 1's (whether a Service Changed came is printed, not
+   asserted: bluetoothd's choice, docs/bluez-contract.md §12); discover again (the tree of --moved-config), the handles after
    `first` moved, and each readable characteristic read by its new handle gives its own
    value; gattd logs "returned after the GATT table changed while it was away" with the
    identity; disconnect; print "phase 2 done" and wait for a line on stdin (the scenario
