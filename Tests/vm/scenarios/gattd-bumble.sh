@@ -34,7 +34,8 @@
 # third IRK that never bonded is dropped by bondedOnly (gattd's log line says why).
 # Times (scenario.log, Tests/vm/README.md says more): before the targeted values, re-pair,
 # bluetoothd restart and stranger 24.7 s on 5.66 and 25.5 s on 5.82; with them 37.3 and
-# 34.3 s on 5.66 and 51.3 s twice on 5.82, the new steps about 11 and 14 s of that.
+# 34.3 s on 5.66 and 51.3 s twice on 5.82, the new steps about 11 and 14 s of that; with the
+# reload while away 47.0 and 49.1 s on 5.66, 65.6 and 57.9 s on 5.82, the step about 5 s.
 # Environment (run-guest --env): GATTD_BIN, GATTCTL_BIN (default: next to GATTD_BIN),
 # BUMBLE_PYTHON (the venv's python; run-suite sets it from prepare-bumble --path).
 set -uo pipefail
