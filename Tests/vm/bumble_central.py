@@ -533,7 +533,10 @@ class Central:
             raise CheckFailed('reads by the handles discovered again:\n  ' + '\n  '.join(wrong))
         reply = self.proxies['reply']
         await bounded(peer.discover_descriptors(reply), 10, 'descriptor discovery of reply')
-        self.reply_ccc = reply.get_descriptor(GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR).handle
+        ccc = reply.get_descriptor(GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR)
+        if ccc is None:
+            raise CheckFailed('expected a CCC descriptor on reply after the rediscovery, got none')
+        self.reply_ccc = ccc.handle
         said = await until(lambda: next((line for line in self.gattd_log()[logged:]
                                          if 'returned after the GATT table changed while it was away' in line
                                          and log_fields(line).get('address') == self.identity), None),
