@@ -19,8 +19,8 @@
 # list --json` before and after); Bumble returns from a new RPA, finds the Database Hash
 # changed, discovers again and reads each characteristic by its new handle; gattd logs the
 # return after the change it missed (whether a Service Changed came is printed, not
-# asserted: one did on both versions, docs/bluez-contract.md §12). Then gattd restarts with the same (moved) definition and state, and once its window is closed
-# Bumble returns from a new private address (bondedOnly keeps it, announced by the
+# asserted: one did on both versions, docs/bluez-contract.md §12). Then gattd restarts
+# with the same (moved) definition and state, and once its window is closed Bumble returns from a new private address (bondedOnly keeps it, announced by the
 # identity), encrypts with its bond when gattd's bluetoothd asks (SMP Security Request;
 # docs/bluez-contract.md §11 says why not at once), and reads by the handles it discovered
 # last, without rediscovery: each characteristic must give its own value. Then, with a
@@ -101,7 +101,8 @@ echo "bluetoothd $version ${flags[*]}"
 
 fifo=$(mktemp -u /tmp/gattd-bumble-go.XXXXXX)
 mkfifo "$fifo"
-"$BUMBLE_PYTHON" -u "$VM/bumble_central.py" --transport hci-socket:1 --peer "$HCI0_ADDR" --config "$VM/configs/bumble.json" --moved-config "$MOVED" \
+"$BUMBLE_PYTHON" -u "$VM/bumble_central.py" --transport hci-socket:1 --peer "$HCI0_ADDR" \
+    --config "$VM/configs/bumble.json" --moved-config "$MOVED" \
     --other-transport hci-socket:2 --holder-transport hci-socket:3 "${flags[@]}" \
     --gattctl "$GATTCTL_BIN" --watch "$OUT/watch.json" --gattd-log "$OUT/gattd.log" --debug-log "$OUT/bumble-debug.log" <"$fifo" >"$OUT/bumble.log" 2>&1 &
 bumble=$!
