@@ -20,8 +20,9 @@
 # changed, discovers again and reads each characteristic by its new handle; gattd logs the
 # return after the change it missed (whether a Service Changed came is printed, not
 # asserted: one did on both versions, docs/bluez-contract.md §12). Then gattd restarts
-# with the same (moved) definition and state, and once its window is closed Bumble returns from a new private address (bondedOnly keeps it, announced by the
-# identity), encrypts with its bond when gattd's bluetoothd asks (SMP Security Request;
+# with the same (moved) definition and state, and once its window is closed Bumble
+# returns from a new private address (bondedOnly keeps it, announced by the identity),
+# encrypts with its bond when gattd's bluetoothd asks (SMP Security Request;
 # docs/bluez-contract.md §11 says why not at once), and reads by the handles it discovered
 # last, without rediscovery: each characteristic must give its own value. Then, with a
 # second Bumble central on hci2 (public address, not bonded, in an open pairing window; it
