@@ -6,9 +6,9 @@ scenario has taken hci1 away from bluetoothd first). Every expectation comes fro
 gattd configuration (--config); gattd's events come from `gattctl watch --json` (--watch,
 started by the scenario). Bumble uses LE privacy as a phone does: an IRK of its own
 (--irk), connections from resolvable private addresses (RPAs) made from it, and its
-identity (hci1's public address and the IRK) given when it bonds. One process, two
-phases, so that the controller and the bond stay in Bumble's hands throughout (the
-scenario restarts gattd between 1 and 2 and its bluetoothd between 3 and 4):
+identity (hci1's public address and the IRK) given when it bonds. One process, so that
+the controller and the bond stay in Bumble's hands throughout (the scenario reloads gattd
+between phases 1 and 2, restarts it between 2 and 3 and its bluetoothd between 4 and 5):
 
 1. scan for gattd's advertisement, open gattd's pairing window (`gattctl pairing open`, the
    person pressing the button: the definition has bondedOnly), connect from an RPA (the
@@ -16,7 +16,8 @@ scenario restarts gattd between 1 and 2 and its bluetoothd between 3 and 4):
    compare it with the config (the PSM characteristic of the channel included), read the
    encrypt-read characteristic and the channel's PSM characteristic unencrypted (refused),
    pair just-works with bonding, the IRK distributed: the `address-changed` event names the
-   RPA and the identity, `gattctl centrals` the identity; close the pairing window; read
+   RPA and the identity, `gattctl centrals` the identity; subscribe to Service Changed
+   (indications) and read the Database Hash, as a caching phone does; close the pairing window; read
    every readable value, write a value longer than MTU-3 (Prepare Write pieces + Execute
    Write), read it back, and check the `written` events name the identity; subscribe to the
    counter and receive consecutive notifications, unsubscribe; read the PSM, open the LE
@@ -24,29 +25,36 @@ scenario restarts gattd between 1 and 2 and its bluetoothd between 3 and 4):
    relays (cat), in order, nothing lost or doubled, then close it: gattd logs the channel
    opened for the identity and closed by the central with the bytes each way; disconnect
    (the `disconnected` event names the identity); print "phase 1 done" and wait for a line
-   on stdin (the scenario restarts gattd meanwhile, and waits until its pairing window,
-   open for a second at its start, is closed);
-2. from a NEW RPA, with pairing closed and bondedOnly: reconnect (the `connected` event names
+   on stdin (the scenario reloads gattd meanwhile with --moved-config, `first` removed);
+2. from a new RPA, pairing closed: announced as the identity, encrypt when asked, read the
+   Database Hash: it differs from phase 1's (whether a Service Changed came is printed, not
+   asserted: bluetoothd's choice, docs/bluez-contract.md §12); discover again (the tree of --moved-config), the handles after
+   `first` moved, and each readable characteristic read by its new handle gives its own
+   value; gattd logs "returned after the GATT table changed while it was away" with the
+   identity; disconnect; print "phase 2 done" and wait for a line on stdin (the scenario
+   restarts gattd with the same (moved) definition meanwhile, and waits until its pairing
+   window, open for a second at its start, is closed);
+3. from a NEW RPA, with pairing closed and bondedOnly: reconnect (the `connected` event names
    the identity), wait for the peripheral's SMP Security Request, encrypt with the bond's
    key (no new pairing), and read every readable characteristic by the handle discovered in
-   phase 1, without any discovery: each must give that characteristic's own value (the
+   phase 2, without any discovery: each must give that characteristic's own value (the
    encrypt-read one and the PSM included); gattd keeps the link. Then targeted values: the
    pairing window opens, a second central (--other-transport, public address, not bonded)
    connects, both subscribe to `reply` (acquireNotify) by the cached handles; `gattctl set
    reply --to IDENTITY` reaches this central and not the other (--targeted: 5.79 and
    later) or is refused as untargetable (5.66), and a value for all reaches both; the other
    leaves, this central disconnects;
-3. the phone is reset: Bumble forgets its keys, takes a new IRK (--new-irk), connects from an
+4. the phone is reset: Bumble forgets its keys, takes a new IRK (--new-irk), connects from an
    RPA of it (a new object on gattd's side) and pairs again in the open window: the
    `address-changed` event names the identity, `gattctl bonds` and `centrals` list it once,
    gattd logs "central paired again (new IRK)" with the new object, the encrypt-read value
-   reads over the new keys; disconnect, the window closed; print "phase 3 done" and wait for
+   reads over the new keys; disconnect, the window closed; print "phase 4 done" and wait for
    a line on stdin (the scenario restarts gattd's bluetoothd meanwhile);
-4. from a new RPA of the new IRK, pairing closed: announced as the identity on
+5. from a new RPA of the new IRK, pairing closed: announced as the identity on
    .../dev_<identity> (bluetoothd loaded the bond from storage), one bond, encryption with
    the newer bond when asked (no new pairing), the encrypted values (and `reply`'s last
    value for all) read by cached handles; disconnect;
-5. another phone: Bumble forgets its keys again and connects from an RPA of a third IRK
+6. another phone: Bumble forgets its keys again and connects from an RPA of a third IRK
    (--stranger-irk) that never bonded (its identity is never given): gattd (bondedOnly,
    pairing closed) drops it, logging "disconnecting a central that is not bonded" with
    that RPA, and the `disconnected` event names it.
@@ -71,7 +79,8 @@ from bumble import hci
 from bumble.att import ATT_Error
 from bumble.core import AdvertisingData, ConnectionError as BumbleConnectionError, PhysicalTransport
 from bumble.device import Device, DeviceConfiguration, Peer
-from bumble.gatt import GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR
+from bumble.gatt import (GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR, GATT_DATABASE_HASH_CHARACTERISTIC,
+                         GATT_GENERIC_ATTRIBUTE_SERVICE, GATT_SERVICE_CHANGED_CHARACTERISTIC)
 from bumble.l2cap import LeCreditBasedChannelSpec
 from bumble.pairing import PairingConfig, PairingDelegate
 from bumble.transport import open_transport
@@ -189,14 +198,16 @@ class Central:
         self.peer_address = None
         self.identity = None
         self.device_path = None  # bluetoothd's object for this central, from gattd's events
-        self.handles = {}  # characteristic id -> value handle (phase 1)
+        self.handles = {}  # characteristic id -> value handle (phase 1; discovered again in phase 2)
         self.written = None
         self.psm = None
         self.key_name = None  # Bumble's keystore entry for gattd (its bond)
-        self.reply_ccc = None  # the CCC handle of `reply` (phase 1)
-        self.reply_value = None  # `reply`'s value as gattd holds it, from phase 2 on
+        self.reply_ccc = None  # the CCC handle of `reply` (phase 1, again in phase 2)
+        self.reply_value = None  # `reply`'s value as gattd holds it, from phase 3 on
         self.closed_at = None  # the watch's events when the window closed after the re-pair
         self.stack = None  # closes the second central's transport at the end
+        self.database_hash = None  # the Database Hash read before leaving (phase 1)
+        self.service_changed = None  # the value handle of Service Changed, subscribed in phase 1
 
     def characteristics(self):
         """The config's characteristics, and per channel the PSM characteristic gattd adds
@@ -263,8 +274,13 @@ class Central:
         security_requests = asyncio.Queue()
 
         def on_connection(connection):
-            # Attached as the connection is made, so that no Security Request is missed.
+            # Attached as the connection is made, so that no Security Request (or Service
+            # Changed indication) is missed.
             connection.on('security_request', security_requests.put_nowait)
+            connection.service_changed = []
+            if self.service_changed is not None:
+                connection.gatt_client.indication_subscribers.setdefault(self.service_changed, set()).add(
+                    lambda value: connection.service_changed.append(bytes(value)))
 
         self.device.on('connection', on_connection)
         try:
@@ -385,6 +401,9 @@ class Central:
         if [(c.get('address'), c.get('addressType')) for c in centrals] != [(self.identity, 'public')]:
             raise CheckFailed(f'expected gattctl centrals to list {self.identity} (public) alone, got {centrals}')
         step(f'gattd announced address-changed {rpa} -> {self.identity} (same object); gattctl centrals names the identity')
+        await self.subscribe_service_changed(peer)
+        self.database_hash = await self.read_database_hash(connection.gatt_client)
+        step(f'Database Hash {self.database_hash.hex()}')
         # Pairing closes (gattctl's shortest window) while the bonded central stays.
         closing = len(self.watch.events())
         await self.gattctl('pairing', 'open', '1')
@@ -452,6 +471,85 @@ class Central:
         self.handles = {cid: p.handle for cid, p in self.proxies.items()}
         await self.disconnect_named_by_identity(connection)
         step('handles: ' + ' '.join(f'{cid}=0x{h:04x}' for cid, h in self.handles.items()))
+
+    async def subscribe_service_changed(self, peer):
+        """As a phone does once bonded: indications of Service Changed (bluetoothd's GATT
+        service), so that bluetoothd keeps a Service Changed for it while it is away."""
+        gatt = next((s for s in peer.services if s.uuid == GATT_GENERIC_ATTRIBUTE_SERVICE), None)
+        chrc = gatt and next((c for c in gatt.characteristics if c.uuid == GATT_SERVICE_CHANGED_CHARACTERISTIC), None)
+        if chrc is None:
+            raise CheckFailed(f'expected a Service Changed characteristic in the GATT service, got {gatt}')
+        await bounded(peer.discover_descriptors(chrc), 10, 'descriptor discovery of Service Changed')
+        ccc = chrc.get_descriptor(GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR)
+        if ccc is None:
+            raise CheckFailed('expected a CCC descriptor on Service Changed, got none')
+        await bounded(peer.gatt_client.write_value(ccc.handle, b'\x02\x00', with_response=True), 10,
+                      'the CCC write to Service Changed')
+        self.service_changed = chrc.handle
+        step(f'subscribed to Service Changed (0x{chrc.handle:04x}, indications)')
+
+    async def read_database_hash(self, client):
+        """The Database Hash (0x2B2A), read by its UUID as a caching phone does on connecting."""
+        values = await bounded(client.read_characteristics_by_uuid(GATT_DATABASE_HASH_CHARACTERISTIC, None), 10,
+                               'the read of the Database Hash')
+        if len(values) != 1 or len(values[0]) != 16:
+            raise CheckFailed(f'expected one 16-byte Database Hash, got {[bytes(v).hex() for v in values]}')
+        return bytes(values[0])
+
+    async def moved(self):
+        """Phase 2: gattd was reloaded while this central was away with a definition whose
+        handles move (--moved-config). Back from a new RPA, it finds the change by the
+        Database Hash, discovers again and reads each characteristic by its new handle."""
+        with open(self.args.moved_config) as f:
+            moved = json.load(f)
+        old, new = await self.new_rpa()
+        mark = len(self.watch.events())
+        logged = len(self.gattd_log())
+        connection = await self.connect()
+        back = await self.watch.wait('the connected event of the return', mark, event='connected')
+        if (back['address'], back.get('address-type'), back['device']) != (self.identity, 'public', self.device_path):
+            raise CheckFailed(f'expected the return from RPA {new} announced as {self.identity} (public) on '
+                              f'{self.device_path}, got {back}')
+        step(f'back from a new RPA {new} (was {old}) after the reload: announced as {self.identity}, same object')
+        paired = await self.encrypt_with_bond(connection, 'phase 1')
+        client = connection.gatt_client
+        digest = await self.read_database_hash(client)
+        if digest == self.database_hash:
+            raise CheckFailed(f'expected the Database Hash changed by the reload, got {digest.hex()} as before')
+        step(f'Database Hash {self.database_hash.hex()} -> {digest.hex()}: the table changed; discovering again')
+        self.database_hash = digest
+        self.config = moved
+        peer = Peer(connection)
+        await bounded(peer.discover_services(), 20, 'primary service discovery')
+        await bounded(peer.discover_characteristics(), 20, 'characteristic discovery')
+        self.check_tree(peer)
+        before, self.handles = self.handles, {cid: p.handle for cid, p in self.proxies.items()}
+        moves = [f'{cid} 0x{before[cid]:04x}->0x{h:04x}' for cid, h in self.handles.items() if before.get(cid) != h]
+        if not moves:
+            raise CheckFailed(f'expected handles moved by the reload, got the same {self.handles}')
+        step('moved: ' + ', '.join(moves))
+        wrong = await self.read_by_handles(client)
+        if wrong:
+            raise CheckFailed('reads by the handles discovered again:\n  ' + '\n  '.join(wrong))
+        reply = self.proxies['reply']
+        await bounded(peer.discover_descriptors(reply), 10, 'descriptor discovery of reply')
+        ccc = reply.get_descriptor(GATT_CLIENT_CHARACTERISTIC_CONFIGURATION_DESCRIPTOR)
+        if ccc is None:
+            raise CheckFailed('expected a CCC descriptor on reply after the rediscovery, got none')
+        self.reply_ccc = ccc.handle
+        said = await until(lambda: next((line for line in self.gattd_log()[logged:]
+                                         if 'returned after the GATT table changed while it was away' in line
+                                         and log_fields(line).get('address') == self.identity), None),
+                           10 * SLOW, f"gattd's 'returned after the GATT table changed while it was away' for {self.identity}")
+        step(f'gattd: {said.strip()}')
+        # bluetoothd's behaviour (docs/bluez-contract.md §12), printed, not asserted.
+        ranges = [f'0x{int.from_bytes(v[:2], "little"):04x}-0x{int.from_bytes(v[2:4], "little"):04x}'
+                  if len(v) == 4 else v.hex() for v in connection.service_changed]
+        step(f'Service Changed indications on this visit (informational): {len(ranges)} {ranges}')
+        if paired or connection.disconnected.done():
+            raise CheckFailed(f'expected the bonded central kept with no new pairing, got pairing {paired}, '
+                              f'disconnected {connection.disconnected.done()}')
+        await self.disconnect_named_by_identity(connection)
 
     async def echo(self, connection):
         """Opens the channel on the PSM read from its characteristic and echoes
@@ -576,7 +674,7 @@ class Central:
             raise CheckFailed(f'expected gattd to take the returning central for bonded, got {dropped}')
         if wrong:
             raise CheckFailed('reads by the handles discovered before gattd restarted:\n  ' + '\n  '.join(wrong))
-        step('phase 2: every characteristic read its own value by its cached handle, no rediscovery, no new pairing')
+        step('phase 3: every characteristic read its own value by its cached handle, no rediscovery, no new pairing')
         self.reply_value = expected_value(next(c for _, c in self.characteristics() if c['id'] == 'reply')['value'])
         await self.targeted(connection, prepared)
         await self.disconnect_named_by_identity(connection)
@@ -602,7 +700,7 @@ class Central:
 
     async def read_by_handles(self, client, only=None):
         """Reads the readable characteristics (those of `only`, when given) by the handles
-        discovered in phase 1; returns what was wrong."""
+        discovered last (phase 1, again in phase 2); returns what was wrong."""
         wrong = []
         for _, chrc in self.characteristics():
             if not self.readable(chrc) or only is not None and chrc['id'] not in only:
@@ -672,7 +770,7 @@ class Central:
         return text(other.public_address), connection, held
 
     async def subscribe_reply(self, connection, sink):
-        """Subscribes to `reply` by the handles discovered in phase 1, as a phone with a
+        """Subscribes to `reply` by the handles discovered last, as a phone with a
         cached table does (the other central uses them too: they are gattd's, not a
         central's)."""
         client = connection.gatt_client
@@ -704,7 +802,7 @@ class Central:
                 await self.watch.wait(f'central-subscribed reply for {device}', mark, event='central-subscribed',
                                       id='reply', device=device)
         step(f'this central and another ({other_address}, public, not bonded) subscribed to reply')
-        base = int.from_bytes(self.reply_value, 'little')  # read by its cached handle in phase 2
+        base = int.from_bytes(self.reply_value, 'little')  # read by its cached handle in phase 3
         targeted, for_all = ((base + n) % 0x10000 for n in (1, 2))
         process = await asyncio.create_subprocess_exec(
             self.args.gattctl, 'set', 'reply', '--uint16', str(targeted), '--to', self.identity,
@@ -805,7 +903,7 @@ class Central:
     async def restarted(self):
         """After gattd's bluetoothd restarted: back from an RPA of the new IRK with pairing
         closed; bluetoothd's object is now dev_<identity>, one bond, the newer one (no new
-        pairing), and the encrypted values read by the handles discovered in phase 1."""
+        pairing), and the encrypted values read by the handles discovered in phase 2."""
         opened = [e for e in self.watch.events()[self.closed_at:] if e.get('event') == 'pairing']
         if opened:
             raise CheckFailed(f"expected gattd's pairing window closed since the re-pair, got {opened}")
@@ -933,6 +1031,8 @@ async def main():
     parser.add_argument('--transport', required=True, help='Bumble transport, e.g. hci-socket:1')
     parser.add_argument('--peer', required=True, help="gattd's adapter address")
     parser.add_argument('--config', required=True, help="gattd's configuration")
+    parser.add_argument('--moved-config', required=True,
+                        help='the configuration gattd is reloaded with while this central is away (phase 2)')
     parser.add_argument('--gattctl', required=True, help='gattctl, for what a program would do (pairing, centrals, get)')
     parser.add_argument('--watch', required=True, help='the file the scenario\'s gattctl watch --json writes')
     parser.add_argument('--gattd-log', required=True, help="gattd's log (the channel's lines)")
@@ -967,7 +1067,7 @@ async def main():
     step(f'Bumble imported; opening {args.transport}')
     async with await bounded(open_transport(args.transport), 20, f'the transport {args.transport}') as transport:
         # LE privacy: the controller gets an RPA made from the IRK at power-on; no rotation
-        # while connected (le_rpa_timeout 0): phase 2 sets a new one itself.
+        # while connected (le_rpa_timeout 0): new_rpa() sets a new one itself.
         device = Device.from_config_with_hci(
             DeviceConfiguration(name='gattd-bumble-central', address=hci.Address('F0:F1:F2:F3:F4:F5'),
                                 irk=bytes.fromhex(args.irk), le_privacy_enabled=True, le_rpa_timeout=0),
@@ -984,11 +1084,14 @@ async def main():
             central.stack = stack
             await central.phase1()
             print('phase 1 done', flush=True)
+            await go()
+            await central.moved()
+            print('phase 2 done', flush=True)
             prepared = asyncio.create_task(central.prepare_other())
             await go()
             await central.phase2(prepared)
             await central.repair()
-            print('phase 3 done', flush=True)
+            print('phase 4 done', flush=True)
             await go()
             await central.restarted()
             await central.stranger()
