@@ -13,8 +13,8 @@
 #      unsubscribed and `--to IDENTITY` refused; docs/bluez-contract.md §12); a write is
 #      reported with the identity; disconnect by identity.
 #   then, the central away: gattd reloads without `plain`, so the attributes after it move;
-#      gattd logs that the central will miss Service Changed (bluetoothd keeps it under the
-#      RPA, §12).
+#      gattd logs that the central may miss Service Changed (this central enabled it before
+#      bonding, so bluetoothd keeps it under the RPA and does not send it, §12).
 #   2. the window closed: it returns from a new RPA, bondedOnly keeps it, the event names
 #      the identity; it sees the reloaded table (no `plain`, `reply` reads gattd's value at
 #      its new handle: the BlueZ central checks the Database Hash; bluetoothd sent it no
@@ -115,7 +115,7 @@ kill -HUP "$gattd"
 wait_count "$OUT/gattd.log" 'GATT application registered' $((registered + 1)) 60 || exit 1
 echo "handles after: $(handles)"
 grep -E "centrals that bonded over a private address are away.*$HCI1_ADDR" "$OUT/gattd.log" | sed 's/^/gattd: /' | grep . ||
-    { echo "FAIL: gattd did not name $HCI1_ADDR as a central away that will miss Service Changed"; exit 1; }
+    { echo "FAIL: gattd did not name $HCI1_ADDR as a central away that may miss Service Changed"; exit 1; }
 bt_mark=$(wc -l <"$OUT/bluetoothd.log")
 echo "== 2. the window closed: back from a new RPA (bondedOnly), targeted value, encrypted read without pairing"
 central return "${sockets[@]}" || exit 1
