@@ -87,6 +87,19 @@ private struct SocketSession {
     func send(_ fd: Int32, _ bytes: [UInt8]) {
         _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
     }
+
+    /// The notifications' clock moves by `interval` (the unread check runs on it), and the
+    /// loop then handles what that started.
+    func pass(_ interval: Duration) {
+        f.clock.advance(by: interval)
+        f.settle(bluez.connection)
+    }
+
+    /// Whether `fd` still has a datagram gattd sent, unread (and its end still open).
+    func holdsUnread(_ fd: Int32) -> Bool {
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, Int32(MSG_DONTWAIT | MSG_PEEK)) == 1
+    }
 }
 
 private func socketType(_ fd: Int32) -> Int32 {
@@ -202,15 +215,11 @@ struct AcquiredSocketTests {
         s.f.clock.advance(by: .milliseconds(50))
         #expect(s.receive(read) == [1])
         // The interval (5 s) is on the notifications' clock, which moves only here.
-        s.f.clock.advance(by: .seconds(5))
-        s.f.settle(s.bluez.connection)
-        var byte: UInt8 = 0
-        #expect(recv(abandoned, &byte, 1, Int32(MSG_DONTWAIT | MSG_PEEK)) == 1, "values were sent since: not judged yet")
-        s.f.clock.advance(by: .seconds(4))
-        s.f.settle(s.bluez.connection)
-        #expect(recv(abandoned, &byte, 1, Int32(MSG_DONTWAIT | MSG_PEEK)) == 1, "before the quiet interval ends: kept")
-        s.f.clock.advance(by: .seconds(1))
-        s.f.settle(s.bluez.connection)
+        s.pass(.seconds(5))
+        #expect(s.holdsUnread(abandoned), "values were sent since: not judged yet")
+        s.pass(.seconds(4))
+        #expect(s.holdsUnread(abandoned), "before the quiet interval ends: kept")
+        s.pass(.seconds(1))
         #expect(s.receive(abandoned) == [1], "what it held stays readable")
         #expect(s.hangsUp(abandoned), "unread through a quiet interval: closed")
         #expect(stream.isNotifying, "the central that reads is still subscribed")
@@ -230,23 +239,19 @@ struct AcquiredSocketTests {
         s.f.application.notifySocketModel = .shared
         let (fd, _) = try s.acquire(streamUUID, "AcquireNotify").get()
         defer { close(fd) }
-        var byte: UInt8 = 0
         s.f.service.set(stream, to: [1]) { _ in }
         for _ in 0..<3 {
-            s.f.clock.advance(by: .seconds(5))
-            s.f.settle(s.bluez.connection)
+            s.pass(.seconds(5))
         }
-        #expect(recv(fd, &byte, 1, Int32(MSG_DONTWAIT | MSG_PEEK)) == 1, "a shared socket left unread: not judged")
+        #expect(s.holdsUnread(fd), "a shared socket left unread: not judged")
         #expect(stream.isNotifying)
         // The model changes under the open socket (bluetoothd's adapter seen again).
         s.f.application.notifySocketModel = .perCentral
         s.f.service.set(stream, to: [2]) { _ in }
         s.f.clock.advance(by: .milliseconds(50))
-        s.f.clock.advance(by: .seconds(5))
-        s.f.settle(s.bluez.connection)
-        #expect(recv(fd, &byte, 1, Int32(MSG_DONTWAIT | MSG_PEEK)) == 1, "values were sent since: not judged yet")
-        s.f.clock.advance(by: .seconds(5))
-        s.f.settle(s.bluez.connection)
+        s.pass(.seconds(5))
+        #expect(s.holdsUnread(fd), "values were sent since: not judged yet")
+        s.pass(.seconds(5))
         #expect(s.receive(fd) == [1], "what it held stays readable")
         #expect(s.receive(fd) == [2])
         #expect(s.hangsUp(fd), "a central's own socket unread through a quiet interval: closed")
