@@ -502,16 +502,8 @@ class Central:
         Database Hash, discovers again and reads each characteristic by its new handle."""
         with open(self.args.moved_config) as f:
             moved = json.load(f)
-        old, new = await self.new_rpa()
-        mark = len(self.watch.events())
         logged = len(self.gattd_log())
-        connection = await self.connect()
-        back = await self.watch.wait('the connected event of the return', mark, event='connected')
-        if (back['address'], back.get('address-type'), back['device']) != (self.identity, 'public', self.device_path):
-            raise CheckFailed(f'expected the return from RPA {new} announced as {self.identity} (public) on '
-                              f'{self.device_path}, got {back}')
-        step(f'back from a new RPA {new} (was {old}) after the reload: announced as {self.identity}, same object')
-        paired = await self.encrypt_with_bond(connection, 'phase 1')
+        connection, paired = await self.return_on_same_object('after the reload')
         client = connection.gatt_client
         digest = await self.read_database_hash(client)
         if digest == self.database_hash:
@@ -648,10 +640,10 @@ class Central:
              f'or doubled, in {seconds:.1f} s ({2 * total / seconds / 1024:.0f} KiB/s both ways); closed by Bumble, '
              f'gattd counted {total} bytes each way and cat ended')
 
-    async def phase2(self, prepared):
-        status = await self.gattctl('pairing')
-        if ': closed' not in status:
-            raise CheckFailed(f'expected gattd\'s pairing window closed before the return, got {status.strip()!r}')
+    async def return_on_same_object(self, when):
+        """Back from a new RPA before bluetoothd restarts: the `connected` event names the
+        identity (public) on the object of phase 1, and the link is encrypted with the bond's
+        key when bluetoothd asks. Returns the connection and whether a pairing ran."""
         old, new = await self.new_rpa()
         mark = len(self.watch.events())
         connection = await self.connect()
@@ -659,8 +651,14 @@ class Central:
         if (back['address'], back.get('address-type'), back['device']) != (self.identity, 'public', self.device_path):
             raise CheckFailed(f'expected the return from RPA {new} announced as {self.identity} (public) on '
                               f'{self.device_path}, got {back}')
-        step(f'back from a new RPA {new} (was {old}), pairing closed: announced as {self.identity}, same object')
-        paired = await self.encrypt_with_bond(connection, 'phase 1')
+        step(f'back from a new RPA {new} (was {old}), {when}: announced as {self.identity}, same object')
+        return connection, await self.encrypt_with_bond(connection, 'phase 1')
+
+    async def phase2(self, prepared):
+        status = await self.gattctl('pairing')
+        if ': closed' not in status:
+            raise CheckFailed(f'expected gattd\'s pairing window closed before the return, got {status.strip()!r}')
+        connection, paired = await self.return_on_same_object('pairing closed')
         client = connection.gatt_client
         if client.services:
             raise CheckFailed(f'expected no discovered services on the new connection, got {len(client.services)}')
