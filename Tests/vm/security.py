@@ -488,28 +488,36 @@ CENTRAL_ATT_REFUSED = 'device_attach_att() bt_io_set: setsockopt(BT_SECURITY)'
 
 class BluetoothdLog:
     """The guest's bluetoothd log (both ends of the link are the one bluetoothd), read from a
-    mark on: whether the central's bluetoothd refused its own ATT socket since then."""
+    mark on: whether the central's bluetoothd refused its own ATT socket since then. Each
+    look reads only what was written since the last (the wait looks every 100 ms)."""
 
     def __init__(self, path):
         self.path = path
-        self.mark = self.size()
-
-    def size(self):
-        try:
-            return os.path.getsize(self.path) if self.path else 0
-        except OSError:
-            return 0
+        self.again()
 
     def again(self):
-        self.mark = self.size()
+        try:
+            self.mark = os.path.getsize(self.path) if self.path else 0
+        except OSError:
+            self.mark = 0
+        self.tail = b''
+        self.refused = False
 
     def att_refused(self):
+        if self.refused or not self.path:
+            return self.refused
         try:
             with open(self.path, 'rb') as f:
                 f.seek(self.mark)
-                return CENTRAL_ATT_REFUSED.encode() in f.read()
-        except (OSError, TypeError):
+                new = f.read()
+        except OSError:
             return False
+        self.mark += len(new)
+        # the line may be cut between two looks: the end of the last one is kept
+        text = self.tail + new
+        self.refused = CENTRAL_ATT_REFUSED.encode() in text
+        self.tail = text[-len(CENTRAL_ATT_REFUSED):]
+        return self.refused
 
 
 def relink(central, path, peer, log):
